@@ -1,0 +1,235 @@
+//! The attempt loop's state machine: after each failure, wait how long, or give up why.
+//!
+//! [`RetryState`] is sans-I/O: it is told the time and handed the randomness, and answers
+//! with a [`Step`]. The macro's generated loop and the [`crate::Retry`] driver do the
+//! sleeping; tests and simulations can drive it directly.
+
+use std::fmt;
+use std::time::{Duration, Instant};
+
+use rand::Rng;
+
+use crate::backoff::Backoff;
+use crate::classify::Class;
+use crate::policy::Policy;
+
+/// What to do after a failed attempt.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Step {
+    /// Wait this long, then make the next attempt.
+    Retry(Duration),
+    /// Stop, and return the last failure to the caller.
+    GiveUp(GiveUp),
+}
+
+/// Why a call stopped retrying and returned its last failure.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum GiveUp {
+    /// The failure is one a retry cannot fix.
+    Permanent,
+    /// The policy's backstop on the number of attempts was reached.
+    AttemptsExhausted,
+    /// The next attempt could not start before the deadline.
+    DeadlineExceeded,
+    /// The server asked for a wait longer than the policy's `max_retry_after`.
+    RetryAfterTooLong,
+}
+
+impl fmt::Display for GiveUp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            GiveUp::Permanent => "the failure is permanent",
+            GiveUp::AttemptsExhausted => "the attempts are exhausted",
+            GiveUp::DeadlineExceeded => "the deadline leaves no time for another attempt",
+            GiveUp::RetryAfterTooLong => "the server asked for a wait beyond max_retry_after",
+        })
+    }
+}
+
+/// The state of one retried call: how many attempts it made, when its deadline falls,
+/// and where it is in its backoff schedule.
+///
+/// ```
+/// use std::time::{Duration, Instant};
+/// use persevere_runtime::{Class, GiveUp, Jitter, Policy, RetryState, Step};
+/// use rand::{SeedableRng, rngs::SmallRng};
+///
+/// let policy = Policy::new().with_attempts(3).with_jitter(Jitter::None);
+/// let mut rng = SmallRng::seed_from_u64(1);
+/// let start = Instant::now();
+/// let mut call = RetryState::new(&policy, start);
+///
+/// assert_eq!(call.on_failure(Class::Transient, start, &mut rng), Step::Retry(Duration::from_millis(200)));
+/// assert_eq!(call.on_failure(Class::Transient, start, &mut rng), Step::Retry(Duration::from_millis(400)));
+/// assert_eq!(call.on_failure(Class::Transient, start, &mut rng), Step::GiveUp(GiveUp::AttemptsExhausted));
+/// assert_eq!(call.attempts(), 3);
+/// ```
+#[derive(Clone, Copy, Debug)]
+pub struct RetryState<'p> {
+    policy: &'p Policy,
+    deadline: Option<Instant>,
+    attempts: u32,
+    backoff: Backoff,
+}
+
+impl<'p> RetryState<'p> {
+    /// The state of a call that starts its first attempt at `now`.
+    pub fn new(policy: &'p Policy, now: Instant) -> Self {
+        Self {
+            policy,
+            // A deadline too far away to represent is no deadline at all.
+            deadline: now.checked_add(policy.deadline()),
+            attempts: 1,
+            backoff: Backoff::new(policy),
+        }
+    }
+
+    /// The policy this call follows.
+    pub fn policy(&self) -> &'p Policy {
+        self.policy
+    }
+
+    /// How many attempts have been started, the first included.
+    pub fn attempts(&self) -> u32 {
+        self.attempts
+    }
+
+    /// The instant by which the call must be over, if it is representable.
+    pub fn deadline(&self) -> Option<Instant> {
+        self.deadline
+    }
+
+    /// How long the call has left at `now`.
+    pub fn remaining(&self, now: Instant) -> Duration {
+        match self.deadline {
+            Some(deadline) => deadline.saturating_duration_since(now),
+            None => Duration::MAX,
+        }
+    }
+
+    /// Decides what follows a failed attempt of class `class`, observed at `now`.
+    ///
+    /// A retry is granted only if the failure is retryable, the attempts are not
+    /// exhausted, and the wait ends strictly before the deadline: a call never sleeps
+    /// into a deadline it cannot meet, it returns its last failure at once instead.
+    pub fn on_failure<R: Rng + ?Sized>(&mut self, class: Class, now: Instant, rng: &mut R) -> Step {
+        if !class.is_retryable() {
+            return Step::GiveUp(GiveUp::Permanent);
+        }
+        if self.attempts >= self.policy.attempts() {
+            return Step::GiveUp(GiveUp::AttemptsExhausted);
+        }
+        let wait = match class {
+            Class::RetryAfter(requested) => {
+                if requested > self.policy.max_retry_after() {
+                    return Step::GiveUp(GiveUp::RetryAfterTooLong);
+                }
+                jitter_server_wait(requested, rng)
+            }
+            _ => self.backoff.next_delay(self.policy, rng),
+        };
+        if wait >= self.remaining(now) {
+            return Step::GiveUp(GiveUp::DeadlineExceeded);
+        }
+        self.attempts += 1;
+        Step::Retry(wait)
+    }
+}
+
+/// A server-requested wait times a random factor in `[0.8, 1.2]`, so that the clients a
+/// server turned away together do not all return at the same instant.
+fn jitter_server_wait<R: Rng + ?Sized>(requested: Duration, rng: &mut R) -> Duration {
+    let factor: f64 = rng.random_range(0.8..=1.2);
+    Duration::try_from_secs_f64(requested.as_secs_f64() * factor).unwrap_or(Duration::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::Jitter;
+    use rand::{SeedableRng, rngs::SmallRng};
+
+    fn ms(n: u64) -> Duration {
+        Duration::from_millis(n)
+    }
+
+    #[test]
+    fn permanent_gives_up_at_once() {
+        let p = Policy::new();
+        let now = Instant::now();
+        let mut s = RetryState::new(&p, now);
+        let mut rng = SmallRng::seed_from_u64(0);
+        assert_eq!(
+            s.on_failure(Class::Permanent, now, &mut rng),
+            Step::GiveUp(GiveUp::Permanent)
+        );
+        assert_eq!(s.attempts(), 1);
+    }
+
+    #[test]
+    fn a_wait_that_reaches_the_deadline_gives_up_now() {
+        let p = Policy::new()
+            .with_deadline(ms(1000))
+            .with_base(ms(300))
+            .with_jitter(Jitter::None)
+            .with_attempts(100);
+        let start = Instant::now();
+        let mut s = RetryState::new(&p, start);
+        let mut rng = SmallRng::seed_from_u64(0);
+        // 300 ms wait at t=0 fits; 600 ms wait at t=300 ms would end at 900 ms: fits.
+        assert_eq!(
+            s.on_failure(Class::Transient, start, &mut rng),
+            Step::Retry(ms(300))
+        );
+        assert_eq!(
+            s.on_failure(Class::Transient, start + ms(300), &mut rng),
+            Step::Retry(ms(600))
+        );
+        // 1200 ms wait at t=900 ms cannot fit.
+        assert_eq!(
+            s.on_failure(Class::Transient, start + ms(900), &mut rng),
+            Step::GiveUp(GiveUp::DeadlineExceeded)
+        );
+        assert_eq!(s.attempts(), 3);
+        assert_eq!(s.remaining(start + ms(2000)), Duration::ZERO);
+    }
+
+    #[test]
+    fn retry_after_is_jittered_and_bounded() {
+        let p = Policy::new().with_max_retry_after(ms(5000));
+        let start = Instant::now();
+        let mut rng = SmallRng::seed_from_u64(9);
+        for _ in 0..1000 {
+            let mut s = RetryState::new(&p, start);
+            match s.on_failure(Class::RetryAfter(ms(1000)), start, &mut rng) {
+                Step::Retry(w) => assert!(w >= ms(800) && w <= ms(1200), "{w:?}"),
+                other => panic!("{other:?}"),
+            }
+        }
+        let mut s = RetryState::new(&p, start);
+        assert_eq!(
+            s.on_failure(Class::RetryAfter(ms(5001)), start, &mut rng),
+            Step::GiveUp(GiveUp::RetryAfterTooLong)
+        );
+        let huge = Policy::new()
+            .with_max_retry_after(Duration::MAX)
+            .with_deadline(Duration::MAX);
+        let mut s = RetryState::new(&huge, start);
+        assert!(matches!(
+            s.on_failure(Class::RetryAfter(Duration::MAX), start, &mut rng),
+            Step::GiveUp(GiveUp::DeadlineExceeded) | Step::Retry(_)
+        ));
+    }
+
+    #[test]
+    fn retry_after_beyond_the_deadline_gives_up() {
+        let p = Policy::new().with_deadline(ms(2000));
+        let start = Instant::now();
+        let mut s = RetryState::new(&p, start);
+        let mut rng = SmallRng::seed_from_u64(9);
+        assert_eq!(
+            s.on_failure(Class::RetryAfter(ms(3000)), start, &mut rng),
+            Step::GiveUp(GiveUp::DeadlineExceeded)
+        );
+    }
+}

@@ -1,0 +1,28 @@
+//! The runtime of [persevere](https://docs.rs/persevere): retry policy, backoff and
+//! jitter, deadlines and classification.
+//!
+//! Most users reach it through `#[persevere::retry]`; it is usable on its own, without
+//! the macros, through [`retry`] and [`retry_blocking`], or piece by piece: a [`Policy`]
+//! says what a call may do, a [`Backoff`] yields its waits, a [`RetryState`] decides
+//! after each failure whether to wait or give up, and [`Classify`] says which failures a
+//! retry can fix.
+#![deny(missing_docs)]
+#![forbid(unsafe_code)]
+
+mod attempt;
+pub mod backoff;
+mod classify;
+mod driver;
+mod key;
+mod policy;
+mod rng;
+mod timeout;
+
+pub use attempt::{GiveUp, RetryState, Step};
+pub use backoff::{Backoff, Delays};
+pub use classify::{Class, Classify};
+pub use driver::{Clock, Retry, SystemClock, TokioClock, retry, retry_blocking};
+pub use key::{IdempotencyKey, ParseKeyError};
+pub use policy::{Jitter, Policy};
+pub use rng::seed_thread_rng;
+pub use timeout::AttemptTimedOut;

@@ -1,0 +1,251 @@
+//! What a retried call may do: its deadline, its backoff schedule and its limits.
+
+use std::time::Duration;
+
+/// How a computed wait is randomised, so that a fleet of clients that failed together
+/// does not come back together.
+///
+/// With `d = min(cap, base * multiplier^n)` the wait before retry `n` (counting from 0):
+///
+/// | jitter | wait |
+/// | --- | --- |
+/// | [`Jitter::None`] | `d` exactly |
+/// | [`Jitter::Full`] | uniform in `[0, d]` |
+/// | [`Jitter::Equal`] | `d / 2` + uniform in `[0, d / 2]` |
+/// | [`Jitter::Decorrelated`] | `min(cap, uniform in [base, previous * 3])`, `previous` starting at `base` |
+///
+/// `Full` spreads load best and is the default; `Equal` guarantees at least half the
+/// computed wait; `Decorrelated` grows from the previous wait rather than from the retry
+/// number (it ignores `multiplier`). See the AWS Architecture Blog post "Exponential
+/// Backoff And Jitter" for the comparison these formulas come from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub enum Jitter {
+    /// No randomness: every client waits exactly the computed time.
+    None,
+    /// A uniform random wait between zero and the computed time.
+    #[default]
+    Full,
+    /// Half the computed time, plus a uniform random part of up to the other half.
+    Equal,
+    /// A uniform random wait between `base` and three times the previous wait, capped.
+    Decorrelated,
+}
+
+/// A retry policy: everything `#[retry]` needs to know about one function.
+///
+/// A policy is a plain `Copy` value built in `const` context, so the macro can emit one
+/// `static` per function and the runtime can use it without allocating:
+///
+/// ```
+/// use std::time::Duration;
+/// use persevere_runtime::{Jitter, Policy};
+///
+/// const SEARCH: Policy = Policy::new()
+///     .with_deadline(Duration::from_secs(5))
+///     .with_base(Duration::from_millis(50))
+///     .with_cap(Duration::from_secs(1))
+///     .with_jitter(Jitter::Equal);
+///
+/// assert_eq!(SEARCH.deadline(), Duration::from_secs(5));
+/// assert_eq!(SEARCH.attempts(), 6); // the default backstop
+/// ```
+///
+/// The defaults are those of [`Policy::DEFAULT`].
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Policy {
+    deadline: Duration,
+    attempts: u32,
+    base: Duration,
+    cap: Duration,
+    multiplier: f64,
+    jitter: Jitter,
+    attempt_timeout: Option<Duration>,
+    max_retry_after: Duration,
+}
+
+impl Policy {
+    /// The defaults: a 30 s deadline, at most 6 attempts, waits of
+    /// `min(20 s, 200 ms * 2^n)` with full jitter, no per-attempt timeout, and server
+    /// requested waits honoured up to 60 s.
+    pub const DEFAULT: Policy = Policy {
+        deadline: Duration::from_secs(30),
+        attempts: 6,
+        base: Duration::from_millis(200),
+        cap: Duration::from_secs(20),
+        multiplier: 2.0,
+        jitter: Jitter::Full,
+        attempt_timeout: None,
+        max_retry_after: Duration::from_secs(60),
+    };
+
+    /// The default policy, [`Policy::DEFAULT`], to be adjusted with the `with_*` methods.
+    pub const fn new() -> Self {
+        Self::DEFAULT
+    }
+
+    /// Sets the total time for the call: attempts and waits together.
+    ///
+    /// # Panics
+    ///
+    /// If `deadline` is zero (at compile time when used in `const` context).
+    pub const fn with_deadline(mut self, deadline: Duration) -> Self {
+        assert!(
+            !deadline.is_zero(),
+            "the deadline must be greater than zero"
+        );
+        self.deadline = deadline;
+        self
+    }
+
+    /// Sets the backstop on the number of attempts, the first included.
+    ///
+    /// # Panics
+    ///
+    /// If `attempts` is zero: a call makes at least one attempt.
+    pub const fn with_attempts(mut self, attempts: u32) -> Self {
+        assert!(attempts > 0, "attempts must be at least 1");
+        self.attempts = attempts;
+        self
+    }
+
+    /// Sets the wait before the first retry, before jitter.
+    pub const fn with_base(mut self, base: Duration) -> Self {
+        self.base = base;
+        self
+    }
+
+    /// Sets the longest wait between two attempts, before jitter.
+    ///
+    /// A `cap` below `base` is allowed and means every wait is `cap`.
+    pub const fn with_cap(mut self, cap: Duration) -> Self {
+        self.cap = cap;
+        self
+    }
+
+    /// Sets the growth factor of the wait from one retry to the next.
+    ///
+    /// # Panics
+    ///
+    /// If `multiplier` is below 1 or not finite: waits must not shrink.
+    pub const fn with_multiplier(mut self, multiplier: f64) -> Self {
+        assert!(
+            multiplier.is_finite() && multiplier >= 1.0,
+            "the multiplier must be a finite number of at least 1"
+        );
+        self.multiplier = multiplier;
+        self
+    }
+
+    /// Sets how waits are randomised.
+    pub const fn with_jitter(mut self, jitter: Jitter) -> Self {
+        self.jitter = jitter;
+        self
+    }
+
+    /// Sets each attempt's own time limit; `None` (the default) lets an attempt run until
+    /// the deadline.
+    ///
+    /// # Panics
+    ///
+    /// If the timeout is zero.
+    pub const fn with_attempt_timeout(mut self, attempt_timeout: Option<Duration>) -> Self {
+        if let Some(timeout) = attempt_timeout {
+            assert!(
+                !timeout.is_zero(),
+                "the attempt timeout must be greater than zero"
+            );
+        }
+        self.attempt_timeout = attempt_timeout;
+        self
+    }
+
+    /// Sets the longest server-requested wait (`Retry-After`) that is honoured; a longer
+    /// one ends the call at once.
+    pub const fn with_max_retry_after(mut self, max_retry_after: Duration) -> Self {
+        self.max_retry_after = max_retry_after;
+        self
+    }
+
+    /// The total time for the call, attempts and waits together.
+    pub const fn deadline(&self) -> Duration {
+        self.deadline
+    }
+
+    /// The backstop on the number of attempts, the first included.
+    pub const fn attempts(&self) -> u32 {
+        self.attempts
+    }
+
+    /// The wait before the first retry, before jitter.
+    pub const fn base(&self) -> Duration {
+        self.base
+    }
+
+    /// The longest wait between two attempts, before jitter.
+    pub const fn cap(&self) -> Duration {
+        self.cap
+    }
+
+    /// The growth factor of the wait from one retry to the next.
+    pub const fn multiplier(&self) -> f64 {
+        self.multiplier
+    }
+
+    /// How waits are randomised.
+    pub const fn jitter(&self) -> Jitter {
+        self.jitter
+    }
+
+    /// Each attempt's own time limit, if any.
+    pub const fn attempt_timeout(&self) -> Option<Duration> {
+        self.attempt_timeout
+    }
+
+    /// The longest server-requested wait that is honoured.
+    pub const fn max_retry_after(&self) -> Duration {
+        self.max_retry_after
+    }
+}
+
+impl Default for Policy {
+    fn default() -> Self {
+        Self::DEFAULT
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_match_the_design() {
+        let p = Policy::new();
+        assert_eq!(p.deadline(), Duration::from_secs(30));
+        assert_eq!(p.attempts(), 6);
+        assert_eq!(p.base(), Duration::from_millis(200));
+        assert_eq!(p.cap(), Duration::from_secs(20));
+        assert_eq!(p.multiplier(), 2.0);
+        assert_eq!(p.jitter(), Jitter::Full);
+        assert_eq!(p.attempt_timeout(), None);
+        assert_eq!(p.max_retry_after(), Duration::from_secs(60));
+        assert_eq!(Policy::default(), p);
+    }
+
+    #[test]
+    #[should_panic(expected = "attempts must be at least 1")]
+    fn zero_attempts_is_refused() {
+        let _ = Policy::new().with_attempts(0);
+    }
+
+    #[test]
+    #[should_panic(expected = "the multiplier must be a finite number of at least 1")]
+    fn shrinking_multiplier_is_refused() {
+        let _ = Policy::new().with_multiplier(0.5);
+    }
+
+    #[test]
+    #[should_panic(expected = "the deadline must be greater than zero")]
+    fn zero_deadline_is_refused() {
+        let _ = Policy::new().with_deadline(Duration::ZERO);
+    }
+}
