@@ -1,1 +1,26 @@
-extern crate proc_macro;
+//! The macros of [persevere](https://docs.rs/persevere): `#[retry]` and `#[idempotent]`.
+//!
+//! Use them through the `persevere` crate, which documents them and provides the runtime
+//! the generated code calls.
+#![forbid(unsafe_code)]
+
+mod args;
+mod duration;
+mod expand;
+mod func;
+mod idempotent;
+
+use proc_macro::TokenStream;
+
+/// Retries the function on failures a retry can fix. See the `persevere` crate.
+#[proc_macro_attribute]
+pub fn retry(args: TokenStream, item: TokenStream) -> TokenStream {
+    expand::retry(args.into(), item.into()).into()
+}
+
+/// Marks a function as safe to repeat, which `#[retry]` requires. See the `persevere`
+/// crate.
+#[proc_macro_attribute]
+pub fn idempotent(args: TokenStream, item: TokenStream) -> TokenStream {
+    idempotent::idempotent(args.into(), item.into()).into()
+}

@@ -14,6 +14,8 @@ pub mod backoff;
 mod classify;
 mod driver;
 mod key;
+#[doc(hidden)]
+pub mod macro_support;
 mod policy;
 mod rng;
 mod timeout;

@@ -1,0 +1,324 @@
+//! The arguments of `#[retry(...)]`, parsed with their spans so that every error points
+//! at its own token, and all of them reported in one compile.
+
+use std::time::Duration;
+
+use proc_macro2::{Span, TokenStream};
+use syn::parse::{ParseStream, Parser};
+use syn::{Ident, LitFloat, LitInt, LitStr, Path, Token};
+
+use crate::duration;
+
+mod kw {
+    syn::custom_keyword!(transient);
+    syn::custom_keyword!(unsent);
+    syn::custom_keyword!(__idempotent);
+}
+
+/// The keys `#[retry]` accepts, in the order the documentation lists them.
+pub const KEYS: &str = "deadline, attempts, base, cap, multiplier, jitter, on, attempt_timeout, max_retry_after, key, crate";
+
+/// A value with the span of the tokens it was written as.
+#[derive(Clone, Copy, Debug)]
+pub struct Spanned<T> {
+    pub value: T,
+    pub span: Span,
+}
+
+/// Which jitter the user named.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Jitter {
+    None,
+    Full,
+    Equal,
+    Decorrelated,
+}
+
+/// Which failures to retry.
+#[derive(Clone)]
+pub enum On {
+    /// The error type's `Classify` impl decides.
+    Transient(Span),
+    /// Only failures that prove the request never left.
+    Unsent(Span),
+    /// A user function `fn(&E) -> bool`.
+    Predicate(Path),
+}
+
+/// The parsed arguments; `None` where the user left the default.
+#[derive(Default)]
+pub struct Args {
+    pub deadline: Option<Spanned<Duration>>,
+    pub attempts: Option<Spanned<u32>>,
+    pub base: Option<Spanned<Duration>>,
+    pub cap: Option<Spanned<Duration>>,
+    pub multiplier: Option<Spanned<f64>>,
+    pub jitter: Option<Spanned<Jitter>>,
+    pub on: Option<On>,
+    pub attempt_timeout: Option<Spanned<Duration>>,
+    pub max_retry_after: Option<Spanned<Duration>>,
+    pub key: Option<Ident>,
+    pub krate: Option<Path>,
+    /// Set by `#[idempotent]` when it is written above `#[retry]`.
+    pub idempotent: bool,
+}
+
+/// Parses the attribute's tokens. Every malformed argument adds an error and parsing
+/// goes on at the next comma, so one compile reports them all.
+pub fn parse(tokens: TokenStream) -> (Args, Option<syn::Error>) {
+    let mut args = Args::default();
+    let mut errors: Option<syn::Error> = None;
+    let parser = |input: ParseStream| {
+        while !input.is_empty() {
+            if let Err(e) = parse_one(input, &mut args) {
+                push(&mut errors, e);
+                skip_to_comma(input);
+            }
+            if input.is_empty() {
+                break;
+            }
+            if let Err(e) = input.parse::<Token![,]>() {
+                push(&mut errors, e);
+                skip_to_comma(input);
+                let _ = input.parse::<Token![,]>();
+            }
+        }
+        Ok(())
+    };
+    if let Err(e) = parser.parse2(tokens) {
+        push(&mut errors, e);
+    }
+    (args, errors)
+}
+
+/// Adds `e` to the errors so far.
+pub fn push(errors: &mut Option<syn::Error>, e: syn::Error) {
+    match errors {
+        Some(all) => all.combine(e),
+        None => *errors = Some(e),
+    }
+}
+
+fn skip_to_comma(input: ParseStream) {
+    let _ = input.step(|cursor| {
+        let mut rest = *cursor;
+        while let Some((tt, next)) = rest.token_tree() {
+            if matches!(&tt, proc_macro2::TokenTree::Punct(p) if p.as_char() == ',') {
+                return Ok(((), rest));
+            }
+            rest = next;
+        }
+        Ok(((), rest))
+    });
+}
+
+fn parse_one(input: ParseStream, args: &mut Args) -> syn::Result<()> {
+    let lookahead = input.lookahead1();
+    if lookahead.peek(kw::__idempotent) {
+        input.parse::<kw::__idempotent>()?;
+        args.idempotent = true;
+        return Ok(());
+    }
+    let key = if lookahead.peek(Token![crate]) {
+        let token = input.parse::<Token![crate]>()?;
+        Ident::new("crate", token.span)
+    } else if lookahead.peek(Ident) {
+        input.call(syn::ext::IdentExt::parse_any)?
+    } else {
+        return Err(syn::Error::new(
+            input.span(),
+            format!("expected an argument `key = value`; the keys are: {KEYS}"),
+        ));
+    };
+    let name = key.to_string();
+    if !KEYS.split(", ").any(|k| k == name) {
+        return Err(syn::Error::new(
+            key.span(),
+            format!("unknown argument `{name}`; expected one of: {KEYS}"),
+        ));
+    }
+    if !input.peek(Token![=]) {
+        return Err(syn::Error::new(
+            key.span(),
+            format!("expected `{name} = ...`; {}", example(&name)),
+        ));
+    }
+    input.parse::<Token![=]>()?;
+    let duplicate = || {
+        syn::Error::new(
+            key.span(),
+            format!("duplicate argument `{name}`; give each argument once"),
+        )
+    };
+    macro_rules! set {
+        ($field:ident, $value:expr) => {{
+            let value = $value;
+            if args.$field.is_some() {
+                return Err(duplicate());
+            }
+            args.$field = Some(value);
+        }};
+    }
+    match name.as_str() {
+        "deadline" => set!(deadline, positive_duration(input, "deadline")?),
+        "base" => set!(base, duration(input)?),
+        "cap" => set!(cap, duration(input)?),
+        "attempt_timeout" => set!(
+            attempt_timeout,
+            positive_duration(input, "attempt_timeout")?
+        ),
+        "max_retry_after" => set!(max_retry_after, duration(input)?),
+        "attempts" => set!(attempts, attempts(input)?),
+        "multiplier" => set!(multiplier, multiplier(input)?),
+        "jitter" => set!(jitter, jitter(input)?),
+        "on" => set!(on, on(input)?),
+        "key" => set!(key, key_param(input)?),
+        "crate" => {
+            let lit: LitStr = input.parse().map_err(|e| {
+                syn::Error::new(
+                    e.span(),
+                    "expected a path in a string: `crate = \"my_persevere\"`",
+                )
+            })?;
+            set!(krate, lit.parse::<Path>()?)
+        }
+        _ => unreachable!("every key in KEYS is handled"),
+    }
+    Ok(())
+}
+
+fn example(key: &str) -> &'static str {
+    match key {
+        "deadline" => "e.g. `deadline = \"30s\"`",
+        "base" => "e.g. `base = \"200ms\"`",
+        "cap" => "e.g. `cap = \"20s\"`",
+        "attempt_timeout" => "e.g. `attempt_timeout = \"2s\"`",
+        "max_retry_after" => "e.g. `max_retry_after = \"60s\"`",
+        "attempts" => "e.g. `attempts = 6`",
+        "multiplier" => "e.g. `multiplier = 2` or `multiplier = 1.5`",
+        "jitter" => "one of `jitter = \"none\"`, `\"full\"`, `\"equal\"`, `\"decorrelated\"`",
+        "on" => "`on = transient`, `on = unsent`, or `on = path::to::predicate`",
+        "key" => "`key = name`, naming the parameter of type `persevere::IdempotencyKey`",
+        _ => "e.g. `crate = \"my_persevere\"`",
+    }
+}
+
+fn duration(input: ParseStream) -> syn::Result<Spanned<Duration>> {
+    let lit: LitStr = input.parse().map_err(|e| {
+        syn::Error::new(
+            e.span(),
+            "expected a duration in a string, e.g. \"30s\", \"200ms\" or \"1m30s\"",
+        )
+    })?;
+    let value = duration::parse(&lit.value()).map_err(|m| syn::Error::new(lit.span(), m))?;
+    Ok(Spanned {
+        value,
+        span: lit.span(),
+    })
+}
+
+fn positive_duration(input: ParseStream, key: &str) -> syn::Result<Spanned<Duration>> {
+    let d = duration(input)?;
+    if d.value.is_zero() {
+        return Err(syn::Error::new(
+            d.span,
+            format!("`{key}` must be greater than zero; {}", example(key)),
+        ));
+    }
+    Ok(d)
+}
+
+fn attempts(input: ParseStream) -> syn::Result<Spanned<u32>> {
+    let lit: LitInt = input
+        .parse()
+        .map_err(|e| syn::Error::new(e.span(), "expected a whole number: `attempts = 6`"))?;
+    let value: u32 = lit.base10_parse().map_err(|_| {
+        syn::Error::new(
+            lit.span(),
+            "`attempts` must be a whole number from 1 to 4294967295",
+        )
+    })?;
+    if value == 0 {
+        return Err(syn::Error::new(
+            lit.span(),
+            "`attempts = 0` would never call the function; `attempts` counts the first call, so write `attempts = 1` for no retries",
+        ));
+    }
+    Ok(Spanned {
+        value,
+        span: lit.span(),
+    })
+}
+
+fn multiplier(input: ParseStream) -> syn::Result<Spanned<f64>> {
+    let (value, span) = if input.peek(LitInt) {
+        let lit: LitInt = input.parse()?;
+        (lit.base10_parse::<f64>()?, lit.span())
+    } else if input.peek(LitFloat) {
+        let lit: LitFloat = input.parse()?;
+        (lit.base10_parse::<f64>()?, lit.span())
+    } else {
+        return Err(syn::Error::new(
+            input.span(),
+            "expected a number: `multiplier = 2` or `multiplier = 1.5`",
+        ));
+    };
+    if !(value.is_finite() && value >= 1.0) {
+        return Err(syn::Error::new(
+            span,
+            "`multiplier` must be at least 1: waits must not shrink from one retry to the next",
+        ));
+    }
+    Ok(Spanned { value, span })
+}
+
+fn jitter(input: ParseStream) -> syn::Result<Spanned<Jitter>> {
+    const KINDS: &str = "\"none\", \"full\", \"equal\", \"decorrelated\"";
+    let lit: LitStr = input.parse().map_err(|e| {
+        syn::Error::new(
+            e.span(),
+            format!("expected the jitter in a string, one of {KINDS}"),
+        )
+    })?;
+    let value = match lit.value().as_str() {
+        "none" => Jitter::None,
+        "full" => Jitter::Full,
+        "equal" => Jitter::Equal,
+        "decorrelated" => Jitter::Decorrelated,
+        other => {
+            return Err(syn::Error::new(
+                lit.span(),
+                format!("unknown jitter \"{other}\"; expected one of {KINDS}"),
+            ));
+        }
+    };
+    Ok(Spanned {
+        value,
+        span: lit.span(),
+    })
+}
+
+fn on(input: ParseStream) -> syn::Result<On> {
+    if input.peek(kw::transient) && !input.peek2(Token![::]) {
+        return Ok(On::Transient(input.parse::<kw::transient>()?.span));
+    }
+    if input.peek(kw::unsent) && !input.peek2(Token![::]) {
+        return Ok(On::Unsent(input.parse::<kw::unsent>()?.span));
+    }
+    let path: Path = input.parse().map_err(|e| {
+        syn::Error::new(
+            e.span(),
+            "expected `on = transient`, `on = unsent`, or the path of a function `fn(&E) -> bool`",
+        )
+    })?;
+    Ok(On::Predicate(path))
+}
+
+fn key_param(input: ParseStream) -> syn::Result<Ident> {
+    input.parse::<Ident>().map_err(|e| {
+        syn::Error::new(
+            e.span(),
+            "expected the name of a parameter: `key = idempotency_key`",
+        )
+    })
+}

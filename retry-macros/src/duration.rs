@@ -1,0 +1,138 @@
+//! Duration literals: `"30s"`, `"200ms"`, `"1.5s"`, `"1m30s"`, checked when the macro
+//! expands.
+
+use std::time::Duration;
+
+const UNITS: &str = "ns, us, ms, s, m, h";
+
+/// Parses a duration written as one or more `<number><unit>` parts, the number a whole
+/// or decimal number and the unit one of `ns`, `us`, `ms`, `s`, `m`, `h`.
+pub fn parse(text: &str) -> Result<Duration, String> {
+    let example = "write a number and a unit, e.g. \"30s\", \"200ms\" or \"1m30s\"";
+    let trimmed = text.trim();
+    if trimmed.is_empty() {
+        return Err(format!("empty duration; {example}"));
+    }
+    if trimmed.starts_with('-') {
+        return Err(format!(
+            "a duration cannot be negative: \"{text}\"; {example}"
+        ));
+    }
+    let mut total: u128 = 0;
+    let mut rest = trimmed;
+    while !rest.is_empty() {
+        let number_len = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '_'))
+            .unwrap_or(rest.len());
+        let (number, after) = rest.split_at(number_len);
+        if number.is_empty() {
+            return Err(format!(
+                "expected a number at `{rest}` in \"{text}\"; {example}"
+            ));
+        }
+        if number.matches('.').count() > 1 || number == "." {
+            return Err(format!(
+                "malformed number `{number}` in \"{text}\"; {example}"
+            ));
+        }
+        let unit_len = after
+            .find(|c: char| c.is_ascii_digit() || c == '.')
+            .unwrap_or(after.len());
+        let (unit, next) = after.split_at(unit_len);
+        let scale: u128 = match unit.trim() {
+            "ns" => 1,
+            "us" | "µs" => 1_000,
+            "ms" => 1_000_000,
+            "s" => 1_000_000_000,
+            "m" => 60_000_000_000,
+            "h" => 3_600_000_000_000,
+            "" => {
+                return Err(format!(
+                    "missing unit after `{number}` in \"{text}\"; the units are {UNITS}"
+                ));
+            }
+            other => {
+                return Err(format!(
+                    "unknown unit `{other}` in \"{text}\"; the units are {UNITS}"
+                ));
+            }
+        };
+        total = total
+            .checked_add(scaled(number, scale).ok_or_else(|| too_long(text))?)
+            .ok_or_else(|| too_long(text))?;
+        rest = next;
+    }
+    let secs = u64::try_from(total / 1_000_000_000).map_err(|_| too_long(text))?;
+    Ok(Duration::new(secs, (total % 1_000_000_000) as u32))
+}
+
+fn too_long(text: &str) -> String {
+    format!("the duration \"{text}\" is too long to represent")
+}
+
+/// `number * scale` in nanoseconds, exactly, for a decimal `number`; a fraction finer
+/// than a nanosecond is dropped.
+fn scaled(number: &str, scale: u128) -> Option<u128> {
+    let number = number.replace('_', "");
+    let (whole, fraction) = number.split_once('.').unwrap_or((&number, ""));
+    if fraction.contains('.') || (whole.is_empty() && fraction.is_empty()) {
+        return None;
+    }
+    let whole: u128 = if whole.is_empty() {
+        0
+    } else {
+        whole.parse().ok()?
+    };
+    let mut nanos = whole.checked_mul(scale)?;
+    let mut unit = scale;
+    for digit in fraction.chars() {
+        unit /= 10;
+        nanos = nanos.checked_add(u128::from(digit.to_digit(10)?) * unit)?;
+    }
+    Some(nanos)
+}
+
+/// How a duration reads in a message: `30s`, `200ms`, `1.5s`.
+pub fn display(d: Duration) -> String {
+    format!("{d:?}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ms(n: u64) -> Duration {
+        Duration::from_millis(n)
+    }
+
+    #[test]
+    fn accepted() {
+        assert_eq!(parse("30s"), Ok(Duration::from_secs(30)));
+        assert_eq!(parse("200ms"), Ok(ms(200)));
+        assert_eq!(parse("1.5s"), Ok(ms(1500)));
+        assert_eq!(parse("1m30s"), Ok(Duration::from_secs(90)));
+        assert_eq!(parse("2h"), Ok(Duration::from_secs(7200)));
+        assert_eq!(parse("250us"), Ok(Duration::from_micros(250)));
+        assert_eq!(parse("7ns"), Ok(Duration::from_nanos(7)));
+        assert_eq!(parse("0s"), Ok(Duration::ZERO));
+        assert_eq!(parse("1_000ms"), Ok(ms(1000)));
+        assert_eq!(parse(".5s"), Ok(ms(500)));
+    }
+
+    #[test]
+    fn refused() {
+        for (text, wanted) in [
+            ("", "empty duration"),
+            ("   ", "empty duration"),
+            ("-1s", "cannot be negative"),
+            ("30x", "unknown unit `x`"),
+            ("30", "missing unit after `30`"),
+            ("s", "expected a number"),
+            ("1.2.3s", "malformed number `1.2.3`"),
+            ("99999999999999999999999h", "too long"),
+        ] {
+            let err = parse(text).unwrap_err();
+            assert!(err.contains(wanted), "{text:?}: {err}");
+        }
+    }
+}

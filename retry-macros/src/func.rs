@@ -1,0 +1,146 @@
+//! The function under `#[retry]`: what it takes, what it returns, and how each attempt
+//! gets its arguments afresh.
+
+use proc_macro2::{Span, TokenStream};
+use quote::{format_ident, quote, quote_spanned};
+use syn::spanned::Spanned;
+use syn::{FnArg, Ident, ItemFn, Pat, PatIdent, Path, ReturnType, Type};
+
+use crate::args::push;
+
+/// A function `#[retry]` can wrap, with the per-attempt rebinding of its arguments.
+pub struct RetryFn {
+    /// The function, its signature adjusted where a parameter had to be renamed.
+    pub item: ItemFn,
+    /// The declared return type.
+    pub output: Type,
+    /// Statements that run at the start of each attempt: a clone of each by-value
+    /// argument, a reborrow of each `&mut` argument.
+    pub rebinds: Vec<TokenStream>,
+    /// The parameters bound to a plain name, with their types, for `key = name`.
+    pub named: Vec<(Ident, Type)>,
+}
+
+/// Checks that `item` is a function `#[retry]` can repeat and plans its expansion.
+/// Every problem is added to `errors`; `None` if the function cannot be wrapped.
+pub fn analyse(item: &ItemFn, krate: &Path, errors: &mut Option<syn::Error>) -> Option<RetryFn> {
+    let mut item = item.clone();
+    let sig = &mut item.sig;
+    let mut ok = true;
+    if let Some(constness) = &sig.constness {
+        push(
+            errors,
+            syn::Error::new(
+                constness.span,
+                "`#[retry]` cannot go on a `const fn`: retrying waits between attempts, which a constant cannot do; remove `const`",
+            ),
+        );
+        ok = false;
+    }
+    let output = match &sig.output {
+        ReturnType::Type(_, ty) => Some((**ty).clone()),
+        ReturnType::Default => {
+            push(
+                errors,
+                syn::Error::new(
+                    sig.ident.span(),
+                    format!(
+                        "`#[retry]` needs a function that returns `Result`: `{}` returns nothing, so no failure can be seen or retried; declare `-> Result<T, E>`",
+                        sig.ident
+                    ),
+                ),
+            );
+            ok = false;
+            None
+        }
+    };
+    let mut rebinds = Vec::new();
+    let mut named = Vec::new();
+    for (index, input) in sig.inputs.iter_mut().enumerate() {
+        match input {
+            FnArg::Receiver(receiver) => {
+                if !matches!(*receiver.ty, Type::Reference(_)) {
+                    push(
+                        errors,
+                        syn::Error::new(
+                            receiver.self_token.span,
+                            "`#[retry]` needs `&self` or `&mut self`: every attempt uses the receiver, and a `self` taken by value would be used up by the first attempt",
+                        ),
+                    );
+                    ok = false;
+                }
+            }
+            FnArg::Typed(arg) => {
+                let ty = (*arg.ty).clone();
+                let simple = simple_name(&arg.pat);
+                if let Some(ident) = &simple {
+                    named.push((ident.clone(), ty.clone()));
+                }
+                match (&ty, simple) {
+                    // A shared reference is `Copy`: every attempt can use it as it is.
+                    (Type::Reference(r), _) if r.mutability.is_none() => {}
+                    (Type::Reference(_), Some(ident)) => {
+                        rebinds.push(quote! { let #ident = &mut *#ident; });
+                    }
+                    // An `&mut` bound by a pattern is used through the pattern's
+                    // bindings, which each attempt borrows in turn.
+                    (Type::Reference(_), None) => {}
+                    (_, _) if matches!(*arg.pat, Pat::Wild(_)) => {}
+                    (_, Some(ident)) => {
+                        let mutability = match &*arg.pat {
+                            Pat::Ident(p) => p.mutability,
+                            _ => None,
+                        };
+                        let fresh = quote_spanned! {arg.span()=>
+                            #krate::__private::fresh(&#ident)
+                        };
+                        rebinds.push(quote! { let #mutability #ident = #fresh; });
+                        // The signature's binding need not be `mut`: each attempt gets
+                        // its own, mutable where the user asked for it.
+                        if let Pat::Ident(p) = &mut *arg.pat {
+                            p.mutability = None;
+                        }
+                    }
+                    (_, None) => {
+                        // A destructuring pattern: the argument gets a hidden name and
+                        // each attempt destructures its own copy.
+                        let hidden =
+                            format_ident!("__persevere_arg{}", index, span = Span::mixed_site());
+                        let pat = (*arg.pat).clone();
+                        let fresh = quote_spanned! {arg.span()=>
+                            #krate::__private::fresh(&#hidden)
+                        };
+                        rebinds.push(quote! { let #pat: #ty = #fresh; });
+                        *arg.pat = Pat::Ident(PatIdent {
+                            attrs: Vec::new(),
+                            by_ref: None,
+                            mutability: None,
+                            ident: hidden,
+                            subpat: None,
+                        });
+                    }
+                }
+            }
+        }
+    }
+    let output = output?;
+    ok.then_some(RetryFn {
+        item,
+        output,
+        rebinds,
+        named,
+    })
+}
+
+/// The name a parameter is bound to, if its pattern is a plain (possibly `mut`) name.
+fn simple_name(pat: &Pat) -> Option<Ident> {
+    match pat {
+        Pat::Ident(PatIdent {
+            by_ref: None,
+            subpat: None,
+            ident,
+            ..
+        }) => Some(ident.clone()),
+        _ => None,
+    }
+}

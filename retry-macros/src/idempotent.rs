@@ -1,0 +1,52 @@
+//! `#[idempotent]`: the mark that a function is safe to repeat.
+
+use proc_macro2::TokenStream;
+use quote::{ToTokens, quote};
+use syn::{ItemFn, Meta, parse_quote};
+
+// Input:
+//
+//     #[idempotent]
+//     #[retry(deadline = "5s")]
+//     async fn fetch(...) -> Result<User, ApiError> { ... }
+//
+// Output:
+//
+//     #[retry(__idempotent, deadline = "5s")]
+//     async fn fetch(...) -> Result<User, ApiError> { ... }
+//
+// Written after `#[retry]`, it is seen by `#[retry]` among the function's attributes and
+// expands to the function unchanged.
+pub fn idempotent(args: TokenStream, item: TokenStream) -> TokenStream {
+    if !args.is_empty() {
+        let error = syn::Error::new_spanned(
+            &args,
+            "`#[idempotent]` takes no arguments; write `#[idempotent]`",
+        )
+        .to_compile_error();
+        return quote! { #error #item };
+    }
+    let Ok(mut function) = syn::parse2::<ItemFn>(item.clone()) else {
+        return item;
+    };
+    for attr in &mut function.attrs {
+        let is_retry = attr
+            .path()
+            .segments
+            .last()
+            .is_some_and(|s| s.ident == "retry");
+        if !is_retry {
+            continue;
+        }
+        attr.meta = match &attr.meta {
+            Meta::Path(path) => parse_quote!(#path(__idempotent)),
+            Meta::List(list) => {
+                let path = &list.path;
+                let tokens = &list.tokens;
+                parse_quote!(#path(__idempotent, #tokens))
+            }
+            Meta::NameValue(_) => continue,
+        };
+    }
+    function.into_token_stream()
+}
