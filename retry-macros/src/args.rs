@@ -16,7 +16,7 @@ mod kw {
 }
 
 /// The keys `#[retry]` accepts, in the order the documentation lists them.
-pub const KEYS: &str = "deadline, attempts, base, cap, multiplier, jitter, on, attempt_timeout, max_retry_after, key, crate";
+pub const KEYS: &str = "deadline, attempts, base, cap, multiplier, jitter, on, attempt_timeout, max_retry_after, uncertain_attempts, budget, layers, key, crate";
 
 /// A value with the span of the tokens it was written as.
 #[derive(Clone, Copy, Debug)]
@@ -32,6 +32,13 @@ pub enum Jitter {
     Full,
     Equal,
     Decorrelated,
+}
+
+/// What the function does with failures of nested `#[retry]` calls.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Layers {
+    Innermost,
+    Every,
 }
 
 /// Which failures to retry.
@@ -57,6 +64,9 @@ pub struct Args {
     pub on: Option<On>,
     pub attempt_timeout: Option<Spanned<Duration>>,
     pub max_retry_after: Option<Spanned<Duration>>,
+    pub uncertain_attempts: Option<Spanned<u32>>,
+    pub budget: Option<Path>,
+    pub layers: Option<Spanned<Layers>>,
     pub key: Option<Ident>,
     pub krate: Option<Path>,
     /// Set by `#[idempotent]` when it is written above `#[retry]`.
@@ -168,7 +178,10 @@ fn parse_one(input: ParseStream, args: &mut Args) -> syn::Result<()> {
             positive_duration(input, "attempt_timeout")?
         ),
         "max_retry_after" => set!(max_retry_after, duration(input)?),
-        "attempts" => set!(attempts, attempts(input)?),
+        "attempts" => set!(attempts, attempts(input, "attempts")?),
+        "uncertain_attempts" => set!(uncertain_attempts, attempts(input, "uncertain_attempts")?),
+        "budget" => set!(budget, static_path(input, "budget")?),
+        "layers" => set!(layers, layers(input)?),
         "multiplier" => set!(multiplier, multiplier(input)?),
         "jitter" => set!(jitter, jitter(input)?),
         "on" => set!(on, on(input)?),
@@ -195,6 +208,9 @@ fn example(key: &str) -> &'static str {
         "attempt_timeout" => "e.g. `attempt_timeout = \"2s\"`",
         "max_retry_after" => "e.g. `max_retry_after = \"60s\"`",
         "attempts" => "e.g. `attempts = 6`",
+        "uncertain_attempts" => "e.g. `uncertain_attempts = 2`",
+        "budget" => "`budget = NAME`, naming a `static NAME: persevere::RetryBudget`",
+        "layers" => "`layers = \"innermost\"` or `layers = \"every\"`",
         "multiplier" => "e.g. `multiplier = 2` or `multiplier = 1.5`",
         "jitter" => "one of `jitter = \"none\"`, `\"full\"`, `\"equal\"`, `\"decorrelated\"`",
         "on" => "`on = transient`, `on = unsent`, or `on = path::to::predicate`",
@@ -228,20 +244,25 @@ fn positive_duration(input: ParseStream, key: &str) -> syn::Result<Spanned<Durat
     Ok(d)
 }
 
-fn attempts(input: ParseStream) -> syn::Result<Spanned<u32>> {
-    let lit: LitInt = input
-        .parse()
-        .map_err(|e| syn::Error::new(e.span(), "expected a whole number: `attempts = 6`"))?;
+fn attempts(input: ParseStream, key: &str) -> syn::Result<Spanned<u32>> {
+    let lit: LitInt = input.parse().map_err(|e| {
+        syn::Error::new(
+            e.span(),
+            format!("expected a whole number; {}", example(key)),
+        )
+    })?;
     let value: u32 = lit.base10_parse().map_err(|_| {
         syn::Error::new(
             lit.span(),
-            "`attempts` must be a whole number from 1 to 4294967295",
+            format!("`{key}` must be a whole number from 1 to 4294967295"),
         )
     })?;
     if value == 0 {
         return Err(syn::Error::new(
             lit.span(),
-            "`attempts = 0` would never call the function; `attempts` counts the first call, so write `attempts = 1` for no retries",
+            format!(
+                "`{key} = 0` would never call the function; it counts the first call, so write `{key} = 1` for no retries"
+            ),
         ));
     }
     Ok(Spanned {
@@ -312,6 +333,37 @@ fn on(input: ParseStream) -> syn::Result<On> {
         )
     })?;
     Ok(On::Predicate(path))
+}
+
+fn static_path(input: ParseStream, key: &str) -> syn::Result<Path> {
+    input.parse::<Path>().map_err(|e| {
+        syn::Error::new(
+            e.span(),
+            format!("expected the path of a static; {}", example(key)),
+        )
+    })
+}
+
+fn layers(input: ParseStream) -> syn::Result<Spanned<Layers>> {
+    let lit: LitStr = input
+        .parse()
+        .map_err(|e| syn::Error::new(e.span(), format!("expected {}", example("layers"))))?;
+    let value = match lit.value().as_str() {
+        "innermost" => Layers::Innermost,
+        "every" => Layers::Every,
+        other => {
+            return Err(syn::Error::new(
+                lit.span(),
+                format!(
+                    "unknown layers \"{other}\"; expected \"innermost\" (only the innermost of nested #[retry] calls retries a failure, the default) or \"every\" (this function retries even failures a nested #[retry] call already retried)"
+                ),
+            ));
+        }
+    };
+    Ok(Spanned {
+        value,
+        span: lit.span(),
+    })
 }
 
 fn key_param(input: ParseStream) -> syn::Result<Ident> {

@@ -5,7 +5,7 @@ use quote::{ToTokens, quote, quote_spanned};
 use syn::spanned::Spanned;
 use syn::{Attribute, Ident, ItemFn, Path, parse_quote};
 
-use crate::args::{self, Args, Jitter, On, push};
+use crate::args::{self, Args, Jitter, Layers, On, push};
 use crate::duration;
 use crate::func::{self, RetryFn};
 
@@ -148,12 +148,12 @@ fn check_key(
     }
 }
 
-fn policy(args: &Args, krate: &Path) -> TokenStream {
+fn policy(args: &Args, krate: &Path, budget: &TokenStream) -> TokenStream {
     let duration = |d: std::time::Duration| {
         let (secs, nanos) = (d.as_secs(), d.subsec_nanos());
         quote!(#krate::__private::Duration::new(#secs, #nanos))
     };
-    let mut policy = quote!(#krate::__private::Policy::new());
+    let mut policy = quote!(#krate::__private::Policy::new().with_budget(#budget));
     if let Some(d) = args.deadline {
         let d = duration(d.value);
         policy.extend(quote!(.with_deadline(#d)));
@@ -191,6 +191,17 @@ fn policy(args: &Args, krate: &Path) -> TokenStream {
         let d = duration(d.value);
         policy.extend(quote!(.with_max_retry_after(#d)));
     }
+    if let Some(n) = args.uncertain_attempts {
+        let n = n.value;
+        policy.extend(quote!(.with_uncertain_attempts(#n)));
+    }
+    if let Some(layers) = args.layers {
+        let nesting = match layers.value {
+            Layers::Innermost => quote!(Innermost),
+            Layers::Every => quote!(Every),
+        };
+        policy.extend(quote!(.with_nesting(#krate::__private::Nesting::#nesting)));
+    }
     policy
 }
 
@@ -216,33 +227,45 @@ fn classifier(args: &Args, plan: &RetryFn, krate: &Path) -> TokenStream {
 //
 //     #[idempotent]
 //     async fn fetch(client: &Client, id: u64) -> Result<User, ApiError> {
-//         static POLICY: Policy = Policy::new().with_deadline(Duration::new(5, 0));
+//         static BUDGET: RetryBudget = RetryBudget::new();
+//         static POLICY: Policy =
+//             Policy::new().with_budget(&BUDGET).with_deadline(Duration::new(5, 0));
 //         let mut call = Retry::<TokioClock>::start(&POLICY);
 //         loop {
 //             let wait = {
 //                 let id = fresh(&id);
-//                 let outcome: Result<User, ApiError> = async { body }.await;
-//                 match decide(&mut call, &outcome, by_classify) {
+//                 let attempt: Attempt<Result<User, ApiError>> =
+//                     attempt(&call, async { body }).await;
+//                 match decide(&mut call, &attempt, by_classify) {
 //                     Some(wait) => wait,
-//                     None => return outcome,
+//                     None => return attempt.outcome,
 //                 }
 //             };
 //             sleep(wait).await;
 //         }
 //     }
 //
-// A plain `fn` runs `(|| -> Result<User, ApiError> { body })()` per attempt and sleeps
-// the thread. Internal names are `Span::mixed_site()`, invisible to `body`.
+// A plain `fn` runs `attempt_blocking(&call, || -> Result<User, ApiError> { body })`
+// per attempt and sleeps the thread. Internal names are `Span::mixed_site()`, invisible to `body`.
 fn generate(args: &Args, krate: &Path, plan: RetryFn, key_check: TokenStream) -> TokenStream {
     let hidden = |name: &str| Ident::new(name, Span::mixed_site());
     let policy_name = hidden("__PERSEVERE_POLICY");
+    let budget_name = hidden("__PERSEVERE_BUDGET");
     let call = hidden("__persevere_call");
     let wait = hidden("__persevere_wait");
     let outcome = hidden("__persevere_outcome");
-    let timed_out = hidden("__persevere_timed_out");
     let fake = hidden("__persevere_fake_return");
 
-    let policy = policy(args, krate);
+    let private = quote!(#krate::__private);
+    // Without `budget = NAME`, the function gets a budget of its own.
+    let (budget_static, budget) = match &args.budget {
+        Some(path) => (quote!(), quote_spanned!(path.span()=> &#path)),
+        None => (
+            quote!(static #budget_name: #private::RetryBudget = #private::RetryBudget::new();),
+            quote!(&#budget_name),
+        ),
+    };
+    let policy = policy(args, krate, &budget);
     let classify = classifier(args, &plan, krate);
     let RetryFn {
         item,
@@ -256,9 +279,7 @@ fn generate(args: &Args, krate: &Path, plan: RetryFn, key_check: TokenStream) ->
         sig,
         block,
     } = item;
-    let private = quote!(#krate::__private);
     let decide = quote_spanned!(output.span()=> #private::decide);
-    let decide_timed = quote_spanned!(output.span()=> #private::decide_timed);
     let is_async = sig.asyncness.is_some();
     let clock = if is_async {
         quote!(TokioClock)
@@ -286,24 +307,18 @@ fn generate(args: &Args, krate: &Path, plan: RetryFn, key_check: TokenStream) ->
                 #block
             }
         };
-        if args.attempt_timeout.is_some() {
-            let within = quote_spanned!(output.span()=> #private::within);
-            quote! {
-                let (#outcome, #timed_out): (#output, bool) =
-                    #within(#private::attempt_limit(&#call), #body).await;
-                match #decide_timed(&mut #call, &#outcome, #timed_out, #classify)
-            }
+        let run = if args.attempt_timeout.is_some() {
+            quote_spanned!(output.span()=> #private::attempt_within)
         } else {
-            quote! {
-                let #outcome: #output = #body.await;
-                match #decide(&mut #call, &#outcome, #classify)
-            }
+            quote!(#private::attempt)
+        };
+        quote! {
+            let #outcome: #private::Attempt<#output> = #run(&#call, #body).await;
         }
     } else {
         quote! {
-            #[allow(clippy::redundant_closure_call)]
-            let #outcome: #output = (|| -> #output #block)();
-            match #decide(&mut #call, &#outcome, #classify)
+            let #outcome: #private::Attempt<#output> =
+                #private::attempt_blocking(&#call, || -> #output #block);
         }
     };
     let pause = if is_async {
@@ -315,15 +330,17 @@ fn generate(args: &Args, krate: &Path, plan: RetryFn, key_check: TokenStream) ->
     quote! {
         #(#attrs)*
         #vis #sig {
+            #budget_static
             static #policy_name: #private::Policy = #policy;
             #key_check
             let mut #call = #private::Retry::<#private::#clock>::start(&#policy_name);
             loop {
                 let #wait = {
                     #(#rebinds)*
-                    #attempt {
+                    #attempt
+                    match #decide(&mut #call, &#outcome, #classify) {
                         ::core::option::Option::Some(#wait) => #wait,
-                        ::core::option::Option::None => return #outcome,
+                        ::core::option::Option::None => return #outcome.outcome,
                     }
                 };
                 #pause

@@ -33,6 +33,14 @@ pub enum GiveUp {
     DeadlineExceeded,
     /// The server asked for a wait longer than the policy's `max_retry_after`.
     RetryAfterTooLong,
+    /// The failures were of uncertain class (an HTTP 500) for the policy's
+    /// `uncertain_attempts` attempts.
+    UncertainExhausted,
+    /// The retry budget refused the retry: retries are already at their share of
+    /// requests, as in an outage.
+    BudgetExhausted,
+    /// The failure came out of a nested `#[retry]` call, which has already retried it.
+    RetriedInside,
 }
 
 impl fmt::Display for GiveUp {
@@ -42,6 +50,9 @@ impl fmt::Display for GiveUp {
             GiveUp::AttemptsExhausted => "the attempts are exhausted",
             GiveUp::DeadlineExceeded => "the deadline leaves no time for another attempt",
             GiveUp::RetryAfterTooLong => "the server asked for a wait beyond max_retry_after",
+            GiveUp::UncertainExhausted => "the uncertain failures reached their limit",
+            GiveUp::BudgetExhausted => "the retry budget is spent",
+            GiveUp::RetriedInside => "a nested retrying call already retried the failure",
         })
     }
 }
@@ -69,6 +80,7 @@ pub struct RetryState<'p> {
     policy: &'p Policy,
     deadline: Option<Instant>,
     attempts: u32,
+    uncertain: u32,
     backoff: Backoff,
 }
 
@@ -80,8 +92,16 @@ impl<'p> RetryState<'p> {
             // A deadline too far away to represent is no deadline at all.
             deadline: now.checked_add(policy.deadline()),
             attempts: 1,
+            uncertain: 0,
             backoff: Backoff::new(policy),
         }
+    }
+
+    /// The same call, its deadline cut to `outer` if that is earlier: a nested call
+    /// never outlives the call it serves.
+    pub fn within(mut self, outer: Option<Instant>) -> Self {
+        self.deadline = crate::layer::earliest(self.deadline, outer);
+        self
     }
 
     /// The policy this call follows.
@@ -115,6 +135,12 @@ impl<'p> RetryState<'p> {
     pub fn on_failure<R: Rng + ?Sized>(&mut self, class: Class, now: Instant, rng: &mut R) -> Step {
         if !class.is_retryable() {
             return Step::GiveUp(GiveUp::Permanent);
+        }
+        if class == Class::Uncertain {
+            self.uncertain += 1;
+            if self.uncertain >= self.policy.uncertain_attempts() {
+                return Step::GiveUp(GiveUp::UncertainExhausted);
+            }
         }
         if self.attempts >= self.policy.attempts() {
             return Step::GiveUp(GiveUp::AttemptsExhausted);
@@ -219,6 +245,39 @@ mod tests {
             s.on_failure(Class::RetryAfter(Duration::MAX), start, &mut rng),
             Step::GiveUp(GiveUp::DeadlineExceeded) | Step::Retry(_)
         ));
+    }
+
+    #[test]
+    fn uncertain_failures_have_their_own_limit() {
+        let p = Policy::new().with_attempts(10).with_uncertain_attempts(2);
+        let now = Instant::now();
+        let mut rng = SmallRng::seed_from_u64(0);
+        let mut s = RetryState::new(&p, now);
+        assert!(matches!(
+            s.on_failure(Class::Uncertain, now, &mut rng),
+            Step::Retry(_)
+        ));
+        assert!(matches!(
+            s.on_failure(Class::Transient, now, &mut rng),
+            Step::Retry(_)
+        ));
+        assert_eq!(
+            s.on_failure(Class::Uncertain, now, &mut rng),
+            Step::GiveUp(GiveUp::UncertainExhausted)
+        );
+        assert_eq!(s.attempts(), 3);
+    }
+
+    #[test]
+    fn an_earlier_outer_deadline_wins() {
+        let p = Policy::new().with_deadline(ms(30_000));
+        let now = Instant::now();
+        let s = RetryState::new(&p, now).within(Some(now + ms(500)));
+        assert_eq!(s.remaining(now), ms(500));
+        let s = RetryState::new(&p, now).within(Some(now + ms(60_000)));
+        assert_eq!(s.remaining(now), ms(30_000));
+        let s = RetryState::new(&p, now).within(None);
+        assert_eq!(s.remaining(now), ms(30_000));
     }
 
     #[test]

@@ -12,6 +12,10 @@ pub enum Class {
     /// The failure may clear by itself: a reset connection, a timeout, an overloaded
     /// server. The call is retried after the backoff wait.
     Transient,
+    /// The failure may be passing or may recur on every attempt: an HTTP 500 is as often
+    /// a bug as a blip. Retried, but for at most the policy's `uncertain_attempts`
+    /// attempts (2 by default), separately from its `attempts`.
+    Uncertain,
     /// The request provably never reached the other side (the connection was refused),
     /// so repeating it is safe for any operation, idempotent or not. Retried like
     /// [`Class::Transient`].
@@ -203,7 +207,7 @@ mod tests {
     fn io_error_uses_its_kind() {
         let e = io::Error::new(TimedOut, "slow");
         assert_eq!(e.classify(), Class::Transient);
-        assert_eq!((&e).classify(), Class::Transient);
+        assert_eq!(Classify::classify(&&e), Class::Transient);
         assert_eq!(Box::new(e).classify(), Class::Transient);
         assert!(!Class::Permanent.is_retryable());
         assert!(Class::Unsent.is_retryable());

@@ -11,9 +11,12 @@
 
 mod attempt;
 pub mod backoff;
+mod budget;
 mod classify;
+pub mod deadline;
 mod driver;
 mod key;
+mod layer;
 #[doc(hidden)]
 pub mod macro_support;
 mod policy;
@@ -22,9 +25,10 @@ mod timeout;
 
 pub use attempt::{GiveUp, RetryState, Step};
 pub use backoff::{Backoff, Delays};
+pub use budget::{BudgetSnapshot, RetryBudget};
 pub use classify::{Class, Classify};
 pub use driver::{Clock, Retry, SystemClock, TokioClock, retry, retry_blocking};
 pub use key::{IdempotencyKey, ParseKeyError};
-pub use policy::{Jitter, Policy};
+pub use policy::{Jitter, Nesting, Policy};
 pub use rng::seed_thread_rng;
 pub use timeout::AttemptTimedOut;

@@ -8,10 +8,11 @@ use std::future::Future;
 
 pub use std::time::Duration;
 
+pub use crate::budget::RetryBudget;
 pub use crate::classify::{Class, Classify};
 pub use crate::driver::{Clock, Retry, SystemClock, TokioClock};
 pub use crate::key::IdempotencyKey;
-pub use crate::policy::{Jitter, Policy};
+pub use crate::policy::{Jitter, Nesting, Policy};
 pub use crate::timeout::AttemptTimedOut;
 
 /// The return type of a retried function: a `Result`.
@@ -42,30 +43,80 @@ impl<T, E> Outcome for Result<T, E> {
     }
 }
 
-/// After an attempt: `None` to return `outcome`, or the wait before the next attempt.
+/// One attempt's outcome, and what happened around it.
+pub struct Attempt<R> {
+    /// What the attempt returned.
+    pub outcome: R,
+    /// Whether a failure came out of a nested `#[retry]` call during the attempt.
+    retried_inside: bool,
+    /// Whether the attempt was cut by its time limit.
+    timed_out: bool,
+}
+
+/// After an attempt: `None` to return its outcome, or the wait before the next attempt.
 #[inline]
 pub fn decide<R: Outcome, C: Clock>(
     call: &mut Retry<'_, C>,
-    outcome: &R,
+    attempt: &Attempt<R>,
     classify: impl FnOnce(&R::Err) -> Class,
 ) -> Option<Duration> {
-    let error = outcome.failure()?;
-    call.after_failure(classify(error))
+    let error = attempt.outcome.failure()?;
+    // A timed-out attempt is transient whatever the classifier would say of the error
+    // it was turned into.
+    let class = if attempt.timed_out {
+        Class::Transient
+    } else {
+        classify(error)
+    };
+    call.after_failure(class, attempt.retried_inside)
 }
 
-/// After an attempt that may have been cut by its time limit: a timed-out attempt is a
-/// transient failure whatever the classifier would say of the error it was turned into.
+/// Runs one attempt of an async function, as a layer that nested calls can see.
 #[inline]
-pub fn decide_timed<R: Outcome, C: Clock>(
-    call: &mut Retry<'_, C>,
-    outcome: &R,
-    timed_out: bool,
-    classify: impl FnOnce(&R::Err) -> Class,
-) -> Option<Duration> {
-    if timed_out {
-        call.after_failure(Class::Transient)
-    } else {
-        decide(call, outcome, classify)
+pub async fn attempt<F: Future, C: Clock>(call: &Retry<'_, C>, attempt: F) -> Attempt<F::Output> {
+    let (outcome, retried_inside) = crate::layer::run_async(call.deadline(), attempt).await;
+    Attempt {
+        outcome,
+        retried_inside,
+        timed_out: false,
+    }
+}
+
+/// Runs one attempt of an async function for at most its time limit.
+#[inline]
+pub async fn attempt_within<F, C>(call: &Retry<'_, C>, attempt: F) -> Attempt<F::Output>
+where
+    F: Future,
+    F::Output: Outcome<Err: FromTimeout>,
+    C: Clock,
+{
+    let limit = call.attempt_limit().unwrap_or(Duration::MAX);
+    let run = crate::layer::run_async(call.deadline(), attempt);
+    match tokio::time::timeout(limit, run).await {
+        Ok((outcome, retried_inside)) => Attempt {
+            outcome,
+            retried_inside,
+            timed_out: false,
+        },
+        Err(_) => Attempt {
+            outcome: Outcome::from_err(FromTimeout::from_timeout(AttemptTimedOut::after(limit))),
+            retried_inside: false,
+            timed_out: true,
+        },
+    }
+}
+
+/// Runs one attempt of a blocking function, as a layer that nested calls can see.
+#[inline]
+pub fn attempt_blocking<R, C: Clock>(
+    call: &Retry<'_, C>,
+    attempt: impl FnOnce() -> R,
+) -> Attempt<R> {
+    let (outcome, retried_inside) = crate::layer::run_blocking(call.deadline(), attempt);
+    Attempt {
+        outcome,
+        retried_inside,
+        timed_out: false,
     }
 }
 
@@ -150,28 +201,6 @@ impl<E: From<AttemptTimedOut>> FromTimeout for E {
     fn from_timeout(timeout: AttemptTimedOut) -> Self {
         E::from(timeout)
     }
-}
-
-/// Runs `attempt` for at most `limit`: its outcome, and whether it was cut short.
-#[inline]
-pub async fn within<R, F>(limit: Duration, attempt: F) -> (R, bool)
-where
-    F: Future<Output = R>,
-    R: Outcome<Err: FromTimeout>,
-{
-    match tokio::time::timeout(limit, attempt).await {
-        Ok(outcome) => (outcome, false),
-        Err(_) => (
-            R::from_err(FromTimeout::from_timeout(AttemptTimedOut::after(limit))),
-            true,
-        ),
-    }
-}
-
-/// The time limit of the next attempt of a call whose policy has an attempt timeout.
-#[inline]
-pub fn attempt_limit<C: Clock>(call: &Retry<'_, C>) -> Duration {
-    call.attempt_limit().unwrap_or(Duration::MAX)
 }
 
 /// Waits before the next attempt of an async function, on tokio's timer.

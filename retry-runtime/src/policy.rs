@@ -2,6 +2,12 @@
 
 use std::time::Duration;
 
+use crate::budget::RetryBudget;
+
+/// The retry budget of policies that name none: one for the whole process. `#[retry]`
+/// gives each function its own instead.
+static SHARED_BUDGET: RetryBudget = RetryBudget::new();
+
 /// How a computed wait is randomised, so that a fleet of clients that failed together
 /// does not come back together.
 ///
@@ -31,6 +37,25 @@ pub enum Jitter {
     Decorrelated,
 }
 
+/// What a `#[retry]` call does with a failure that comes out of another `#[retry]` call
+/// made inside one of its attempts.
+///
+/// Nested retries multiply: three layers of three attempts make 27 calls to the
+/// dependency at the bottom. By default only one layer retries: the innermost, the one
+/// closest to the failure, which knows best whether it is transient and has the most
+/// specific policy. The enclosing layers see that the failure already went through a
+/// layer that retried it, and return it after one attempt.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub enum Nesting {
+    /// A failure that an inner `#[retry]` call returned is not retried again here.
+    #[default]
+    Innermost,
+    /// This layer retries whatever failed, even through an inner `#[retry]` call: the
+    /// attempts multiply. For a layer that retries something the inner layers cannot,
+    /// such as a whole workflow with a fresh connection.
+    Every,
+}
+
 /// A retry policy: everything `#[retry]` needs to know about one function.
 ///
 /// A policy is a plain `Copy` value built in `const` context, so the macro can emit one
@@ -51,7 +76,7 @@ pub enum Jitter {
 /// ```
 ///
 /// The defaults are those of [`Policy::DEFAULT`].
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug)]
 pub struct Policy {
     deadline: Duration,
     attempts: u32,
@@ -61,12 +86,17 @@ pub struct Policy {
     jitter: Jitter,
     attempt_timeout: Option<Duration>,
     max_retry_after: Duration,
+    uncertain_attempts: u32,
+    nesting: Nesting,
+    budget: &'static RetryBudget,
 }
 
 impl Policy {
     /// The defaults: a 30 s deadline, at most 6 attempts, waits of
     /// `min(20 s, 200 ms * 2^n)` with full jitter, no per-attempt timeout, and server
-    /// requested waits honoured up to 60 s.
+    /// requested waits honoured up to 60 s, at most 2 attempts for failures of uncertain
+    /// class (an HTTP 500), only the innermost of nested layers retrying, and a default
+    /// [`RetryBudget`] shared by every policy that names no other.
     pub const DEFAULT: Policy = Policy {
         deadline: Duration::from_secs(30),
         attempts: 6,
@@ -76,6 +106,9 @@ impl Policy {
         jitter: Jitter::Full,
         attempt_timeout: None,
         max_retry_after: Duration::from_secs(60),
+        uncertain_attempts: 2,
+        nesting: Nesting::Innermost,
+        budget: &SHARED_BUDGET,
     };
 
     /// The default policy, [`Policy::DEFAULT`], to be adjusted with the `with_*` methods.
@@ -166,6 +199,37 @@ impl Policy {
         self
     }
 
+    /// Sets how many attempts a call makes at most while its failures are of
+    /// [`Class::Uncertain`](crate::Class::Uncertain), such as an HTTP 500: a server error
+    /// may be a passing fault or a bug that every retry will hit again.
+    ///
+    /// # Panics
+    ///
+    /// If `attempts` is zero.
+    pub const fn with_uncertain_attempts(mut self, attempts: u32) -> Self {
+        assert!(attempts > 0, "uncertain_attempts must be at least 1");
+        self.uncertain_attempts = attempts;
+        self
+    }
+
+    /// Sets what this layer does with failures of nested `#[retry]` calls.
+    pub const fn with_nesting(mut self, nesting: Nesting) -> Self {
+        self.nesting = nesting;
+        self
+    }
+
+    /// Sets the retry budget this policy's retries draw from; share one `static` budget
+    /// between all the functions that call one dependency.
+    pub const fn with_budget(mut self, budget: &'static RetryBudget) -> Self {
+        self.budget = budget;
+        self
+    }
+
+    /// The retry budget this policy's retries draw from.
+    pub const fn budget(&self) -> &'static RetryBudget {
+        self.budget
+    }
+
     /// The total time for the call, attempts and waits together.
     pub const fn deadline(&self) -> Duration {
         self.deadline
@@ -205,6 +269,16 @@ impl Policy {
     pub const fn max_retry_after(&self) -> Duration {
         self.max_retry_after
     }
+
+    /// The most attempts while failures are of uncertain class.
+    pub const fn uncertain_attempts(&self) -> u32 {
+        self.uncertain_attempts
+    }
+
+    /// What this layer does with failures of nested `#[retry]` calls.
+    pub const fn nesting(&self) -> Nesting {
+        self.nesting
+    }
 }
 
 impl Default for Policy {
@@ -228,7 +302,10 @@ mod tests {
         assert_eq!(p.jitter(), Jitter::Full);
         assert_eq!(p.attempt_timeout(), None);
         assert_eq!(p.max_retry_after(), Duration::from_secs(60));
-        assert_eq!(Policy::default(), p);
+        assert_eq!(p.uncertain_attempts(), 2);
+        assert_eq!(p.nesting(), Nesting::Innermost);
+        assert_eq!(Policy::default().deadline(), p.deadline());
+        assert!(std::ptr::eq(p.budget(), &SHARED_BUDGET));
     }
 
     #[test]
