@@ -24,9 +24,9 @@
 
 pub use persevere_macros::{idempotent, retry};
 pub use persevere_runtime::{
-    AttemptTimedOut, Backoff, Class, Classify, Clock, Delays, GiveUp, IdempotencyKey, Jitter,
-    ParseKeyError, Policy, Retry, RetryState, Step, SystemClock, TokioClock, backoff, retry,
-    retry_blocking, seed_thread_rng,
+    AttemptTimedOut, Backoff, BudgetSnapshot, Class, Classify, Clock, Delays, GiveUp,
+    IdempotencyKey, Jitter, Nesting, ParseKeyError, Policy, Retry, RetryBudget, RetryState, Step,
+    SystemClock, TokioClock, backoff, deadline, retry, retry_blocking, seed_thread_rng,
 };
 
 #[doc(hidden)]
