@@ -24,9 +24,10 @@
 
 pub use persevere_macros::{idempotent, retry};
 pub use persevere_runtime::{
-    AttemptTimedOut, Backoff, BudgetSnapshot, Class, Classify, Clock, Delays, GiveUp,
-    IdempotencyKey, Jitter, Nesting, ParseKeyError, Policy, Retry, RetryBudget, RetryState, Step,
-    SystemClock, TokioClock, backoff, deadline, retry, retry_blocking, seed_thread_rng,
+    AttemptTimedOut, Backoff, BreakerSnapshot, BreakerState, BudgetSnapshot, CircuitBreaker,
+    CircuitOpen, Class, Classify, Clock, Delays, GiveUp, IdempotencyKey, Jitter, Nesting,
+    ParseKeyError, Permit, Policy, Retry, RetryBudget, RetryState, Step, SystemClock, TokioClock,
+    backoff, deadline, retry, retry_blocking, seed_thread_rng,
 };
 
 #[doc(hidden)]

@@ -16,7 +16,7 @@ mod kw {
 }
 
 /// The keys `#[retry]` accepts, in the order the documentation lists them.
-pub const KEYS: &str = "deadline, attempts, base, cap, multiplier, jitter, on, attempt_timeout, max_retry_after, uncertain_attempts, budget, layers, key, crate";
+pub const KEYS: &str = "deadline, attempts, base, cap, multiplier, jitter, on, attempt_timeout, max_retry_after, uncertain_attempts, budget, breaker, layers, key, crate";
 
 /// A value with the span of the tokens it was written as.
 #[derive(Clone, Copy, Debug)]
@@ -66,6 +66,7 @@ pub struct Args {
     pub max_retry_after: Option<Spanned<Duration>>,
     pub uncertain_attempts: Option<Spanned<u32>>,
     pub budget: Option<Path>,
+    pub breaker: Option<Path>,
     pub layers: Option<Spanned<Layers>>,
     pub key: Option<Ident>,
     pub krate: Option<Path>,
@@ -181,6 +182,7 @@ fn parse_one(input: ParseStream, args: &mut Args) -> syn::Result<()> {
         "attempts" => set!(attempts, attempts(input, "attempts")?),
         "uncertain_attempts" => set!(uncertain_attempts, attempts(input, "uncertain_attempts")?),
         "budget" => set!(budget, static_path(input, "budget")?),
+        "breaker" => set!(breaker, static_path(input, "breaker")?),
         "layers" => set!(layers, layers(input)?),
         "multiplier" => set!(multiplier, multiplier(input)?),
         "jitter" => set!(jitter, jitter(input)?),
@@ -210,6 +212,7 @@ fn example(key: &str) -> &'static str {
         "attempts" => "e.g. `attempts = 6`",
         "uncertain_attempts" => "e.g. `uncertain_attempts = 2`",
         "budget" => "`budget = NAME`, naming a `static NAME: persevere::RetryBudget`",
+        "breaker" => "`breaker = NAME`, naming a `static NAME: persevere::CircuitBreaker`",
         "layers" => "`layers = \"innermost\"` or `layers = \"every\"`",
         "multiplier" => "e.g. `multiplier = 2` or `multiplier = 1.5`",
         "jitter" => "one of `jitter = \"none\"`, `\"full\"`, `\"equal\"`, `\"decorrelated\"`",

@@ -191,6 +191,10 @@ fn policy(args: &Args, krate: &Path, budget: &TokenStream) -> TokenStream {
         let d = duration(d.value);
         policy.extend(quote!(.with_max_retry_after(#d)));
     }
+    if let Some(path) = &args.breaker {
+        let breaker = quote_spanned!(path.span()=> &#path);
+        policy.extend(quote!(.with_breaker(#breaker)));
+    }
     if let Some(n) = args.uncertain_attempts {
         let n = n.value;
         policy.extend(quote!(.with_uncertain_attempts(#n)));
@@ -321,6 +325,17 @@ fn generate(args: &Args, krate: &Path, plan: RetryFn, key_check: TokenStream) ->
                 #private::attempt_blocking(&#call, || -> #output #block);
         }
     };
+    let admit = match &args.breaker {
+        Some(path) => {
+            let admit = quote_spanned!(path.span()=> #private::admit::<#output, _>);
+            quote! {
+                if let ::core::result::Result::Err(#outcome) = #admit(&mut #call) {
+                    return #outcome;
+                }
+            }
+        }
+        None => quote!(),
+    };
     let pause = if is_async {
         quote!(#private::sleep(#wait).await;)
     } else {
@@ -336,6 +351,7 @@ fn generate(args: &Args, krate: &Path, plan: RetryFn, key_check: TokenStream) ->
             let mut #call = #private::Retry::<#private::#clock>::start(&#policy_name);
             loop {
                 let #wait = {
+                    #admit
                     #(#rebinds)*
                     #attempt
                     match #decide(&mut #call, &#outcome, #classify) {

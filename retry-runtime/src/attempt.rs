@@ -41,6 +41,8 @@ pub enum GiveUp {
     BudgetExhausted,
     /// The failure came out of a nested `#[retry]` call, which has already retried it.
     RetriedInside,
+    /// The circuit breaker is open: the attempt was not made.
+    CircuitOpen,
 }
 
 impl fmt::Display for GiveUp {
@@ -53,6 +55,7 @@ impl fmt::Display for GiveUp {
             GiveUp::UncertainExhausted => "the uncertain failures reached their limit",
             GiveUp::BudgetExhausted => "the retry budget is spent",
             GiveUp::RetriedInside => "a nested retrying call already retried the failure",
+            GiveUp::CircuitOpen => "the circuit breaker is open",
         })
     }
 }

@@ -1,11 +1,10 @@
 //! The retry budget: retries capped at a ratio of requests, fleet-wide per process.
 
-use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-/// How many slots the window is cut into: tokens expire one slot at a time.
-const SLOTS: usize = 10;
+use crate::window::{Epochs, RollingCount};
+
 const PPM: u64 = 1_000_000;
 
 /// A token bucket that lets retries be at most a ratio of requests over a rolling
@@ -37,11 +36,9 @@ const PPM: u64 = 1_000_000;
 pub struct RetryBudget {
     ratio_ppm: u64,
     floor: u64,
-    slot_nanos: u64,
-    origin: OnceLock<Instant>,
-    /// Per slot: the slot's epoch in the high 32 bits, its count in the low 32.
-    requests: [AtomicU64; SLOTS],
-    retries: [AtomicU64; SLOTS],
+    epochs: Epochs,
+    requests: RollingCount,
+    retries: RollingCount,
     refusals: AtomicU64,
 }
 
@@ -63,10 +60,9 @@ impl RetryBudget {
         Self {
             ratio_ppm: PPM / 10,
             floor: 10,
-            slot_nanos: 10_000_000_000 / SLOTS as u64,
-            origin: OnceLock::new(),
-            requests: [const { AtomicU64::new(0) }; SLOTS],
-            retries: [const { AtomicU64::new(0) }; SLOTS],
+            epochs: Epochs::new(Duration::from_secs(10)),
+            requests: RollingCount::new(),
+            retries: RollingCount::new(),
             refusals: AtomicU64::new(0),
         }
     }
@@ -98,13 +94,7 @@ impl RetryBudget {
     ///
     /// If `window` is shorter than 10 ns.
     pub const fn with_window(mut self, window: Duration) -> Self {
-        let nanos = window.as_nanos() / SLOTS as u128;
-        assert!(nanos > 0, "the budget window must be at least 10 ns");
-        self.slot_nanos = if nanos > u64::MAX as u128 {
-            u64::MAX
-        } else {
-            nanos as u64
-        };
+        self.epochs.set_window(window);
         self
     }
 
@@ -117,85 +107,37 @@ impl RetryBudget {
     /// Records a request (a call's first attempt) at `now`.
     #[inline]
     pub fn deposit(&self, now: Instant) {
-        let epoch = self.epoch(now);
-        let slot = &self.requests[epoch as usize % SLOTS];
-        let _ = slot.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |word| {
-            let (slot_epoch, count) = unpack(word);
-            Some(if slot_epoch == epoch {
-                pack(epoch, count.saturating_add(1))
-            } else {
-                pack(epoch, 1)
-            })
-        });
+        self.requests.increment(self.epochs.epoch(now));
     }
 
     /// Asks for a retry at `now`: `true` if granted (and counted), `false` if the budget
     /// is spent (and the refusal counted).
     pub fn withdraw(&self, now: Instant) -> bool {
-        let epoch = self.epoch(now);
-        let index = epoch as usize % SLOTS;
-        let slot = &self.retries[index];
-        loop {
-            let requests = self.sum(&self.requests, epoch, None);
-            let earlier = self.sum(&self.retries, epoch, Some(index));
-            let word = slot.load(Ordering::Acquire);
-            let (slot_epoch, count) = unpack(word);
-            let current = if slot_epoch == epoch { count } else { 0 };
-            let allowed = self
-                .floor
-                .saturating_mul(PPM)
-                .saturating_add(self.ratio_ppm.saturating_mul(requests));
-            if (earlier + current as u64 + 1).saturating_mul(PPM) > allowed {
-                self.refusals.fetch_add(1, Ordering::Relaxed);
-                return false;
-            }
-            // Granting re-checks the slot it counts in: two callers racing for the last
-            // token cannot both win.
-            let next = pack(epoch, current.saturating_add(1));
-            if slot
-                .compare_exchange_weak(word, next, Ordering::AcqRel, Ordering::Acquire)
-                .is_ok()
-            {
-                return true;
-            }
+        let epoch = self.epochs.epoch(now);
+        let requests = self.requests.sum(epoch);
+        let allowed = self
+            .floor
+            .saturating_mul(PPM)
+            .saturating_add(self.ratio_ppm.saturating_mul(requests));
+        // The count is re-checked against the slot it lands in: two callers racing for
+        // the last token cannot both win.
+        let granted = self.retries.increment_if(epoch, |retries| {
+            (retries + 1).saturating_mul(PPM) <= allowed
+        });
+        if !granted {
+            self.refusals.fetch_add(1, Ordering::Relaxed);
         }
+        granted
     }
 
     /// What the budget has seen in the window that ends at `now`.
     pub fn snapshot(&self, now: Instant) -> BudgetSnapshot {
-        let epoch = self.epoch(now);
+        let epoch = self.epochs.epoch(now);
         BudgetSnapshot {
-            requests: self.sum(&self.requests, epoch, None),
-            retries: self.sum(&self.retries, epoch, None),
+            requests: self.requests.sum(epoch),
+            retries: self.retries.sum(epoch),
             refusals: self.refusals.load(Ordering::Relaxed),
         }
-    }
-
-    /// The number of the slot-long period `now` falls in, counted from the budget's
-    /// first use.
-    fn epoch(&self, now: Instant) -> u32 {
-        let origin = *self.origin.get_or_init(|| now);
-        let elapsed = now.saturating_duration_since(origin).as_nanos();
-        // Wraps after 2^32 slots (136 years at the default window): only equality and
-        // short distances between epochs are ever compared.
-        (elapsed / self.slot_nanos as u128) as u32
-    }
-
-    /// The counts of the slots still inside the window at `epoch`, `skip` left out.
-    fn sum(&self, slots: &[AtomicU64; SLOTS], epoch: u32, skip: Option<usize>) -> u64 {
-        slots
-            .iter()
-            .enumerate()
-            .filter(|(i, _)| Some(*i) != skip)
-            .map(|(_, slot)| {
-                let (slot_epoch, count) = unpack(slot.load(Ordering::Acquire));
-                if epoch.wrapping_sub(slot_epoch) < SLOTS as u32 {
-                    count as u64
-                } else {
-                    0
-                }
-            })
-            .sum()
     }
 }
 
@@ -203,14 +145,6 @@ impl Default for RetryBudget {
     fn default() -> Self {
         Self::new()
     }
-}
-
-const fn pack(epoch: u32, count: u32) -> u64 {
-    ((epoch as u64) << 32) | count as u64
-}
-
-const fn unpack(word: u64) -> (u32, u32) {
-    ((word >> 32) as u32, word as u32)
 }
 
 #[cfg(test)]

@@ -5,6 +5,7 @@ use std::marker::PhantomData;
 use std::time::{Duration, Instant};
 
 use crate::attempt::{GiveUp, RetryState, Step};
+use crate::breaker::{CircuitOpen, Permit};
 use crate::classify::{Class, Classify};
 use crate::layer;
 use crate::policy::{Nesting, Policy};
@@ -47,9 +48,11 @@ impl Clock for SystemClock {
 /// reads the clock once, deposits one request in its budget, and looks up its enclosing
 /// layer's deadline; everything else happens only after a failure.
 #[derive(Debug)]
-pub struct Retry<'p, C> {
+pub struct Retry<'p, C: Clock> {
     state: RetryState<'p>,
     give_up: Option<GiveUp>,
+    /// The breaker's permit for the attempt in flight, if the policy has a breaker.
+    permit: Option<Permit>,
     clock: PhantomData<C>,
 }
 
@@ -63,7 +66,44 @@ impl<'p, C: Clock> Retry<'p, C> {
         Self {
             state: RetryState::new(policy, now).within(layer::enclosing_deadline()),
             give_up: None,
+            permit: None,
             clock: PhantomData,
+        }
+    }
+
+    /// Asks the policy's circuit breaker, if any, to let the next attempt through.
+    ///
+    /// Refused, the call is over: it returns [`CircuitOpen`], converted into its own
+    /// error type, without making the attempt.
+    #[inline]
+    pub fn admit(&mut self) -> Result<(), CircuitOpen> {
+        let Some(breaker) = self.state.policy().breaker() else {
+            return Ok(());
+        };
+        match breaker.admit(C::now()) {
+            Ok(permit) => {
+                self.permit = Some(permit);
+                Ok(())
+            }
+            Err(open) => {
+                self.give_up = Some(GiveUp::CircuitOpen);
+                layer::mark_inner_failure();
+                Err(open)
+            }
+        }
+    }
+
+    /// After an attempt that succeeded.
+    #[inline]
+    pub fn after_success(&mut self) {
+        self.settle(true);
+    }
+
+    /// Tells the breaker how the attempt in flight went.
+    #[inline]
+    fn settle(&mut self, healthy: bool) {
+        if let (Some(permit), Some(breaker)) = (self.permit.take(), self.state.policy().breaker()) {
+            breaker.record(permit, healthy, C::now());
         }
     }
 
@@ -94,7 +134,10 @@ impl<'p, C: Clock> Retry<'p, C> {
         classify: impl FnOnce(&E) -> Class,
     ) -> Option<Duration> {
         match outcome {
-            Ok(_) => None,
+            Ok(_) => {
+                self.after_success();
+                None
+            }
             Err(error) => self.after_failure(classify(error), false),
         }
     }
@@ -106,6 +149,7 @@ impl<'p, C: Clock> Retry<'p, C> {
     /// Giving up tells the enclosing layer, if any, that this failure has been through a
     /// retrying layer, so that it does not retry it again.
     pub fn after_failure(&mut self, class: Class, retried_inside: bool) -> Option<Duration> {
+        self.settle(!class.is_retryable());
         let step = if retried_inside && self.state.policy().nesting() == Nesting::Innermost {
             Step::GiveUp(GiveUp::RetriedInside)
         } else {
@@ -134,8 +178,19 @@ impl<'p, C: Clock> Retry<'p, C> {
     }
 }
 
+impl<C: Clock> Drop for Retry<'_, C> {
+    /// A call dropped mid-attempt (cancelled) gives its breaker permit back.
+    fn drop(&mut self) {
+        if let (Some(permit), Some(breaker)) = (self.permit.take(), self.state.policy().breaker()) {
+            breaker.abandon(permit);
+        }
+    }
+}
+
 /// Retries the async operation `op` under `policy`, classifying failures with their
-/// [`Classify`] impl; the runtime-only equivalent of `#[retry]`.
+/// [`Classify`] impl; the runtime-only equivalent of `#[retry]`. The error type must be
+/// able to report a timed-out attempt and an open circuit breaker, as `std::io::Error`
+/// does.
 ///
 /// `op` is called once per attempt. Waits use tokio's timer, so this must run inside a
 /// tokio runtime with the `time` driver enabled.
@@ -162,12 +217,13 @@ impl<'p, C: Clock> Retry<'p, C> {
 /// ```
 pub async fn retry<T, E, F, Fut>(policy: &Policy, mut op: F) -> Result<T, E>
 where
-    E: Classify + From<AttemptTimedOut>,
+    E: Classify + From<AttemptTimedOut> + From<CircuitOpen>,
     F: FnMut() -> Fut,
     Fut: Future<Output = Result<T, E>>,
 {
     let mut call = Retry::<TokioClock>::start(policy);
     loop {
+        call.admit()?;
         let attempt = layer::run_async(call.deadline(), op());
         let (outcome, class, inside) = match call.attempt_limit() {
             None => {
@@ -184,7 +240,10 @@ where
             },
         };
         let wait = match (&outcome, class) {
-            (Ok(_), _) => None,
+            (Ok(_), _) => {
+                call.after_success();
+                None
+            }
             (Err(_), Some(class)) => call.after_failure(class, inside),
             (Err(e), None) => call.after_failure(e.classify(), inside),
         };
@@ -215,14 +274,18 @@ where
 /// ```
 pub fn retry_blocking<T, E, F>(policy: &Policy, mut op: F) -> Result<T, E>
 where
-    E: Classify,
+    E: Classify + From<CircuitOpen>,
     F: FnMut() -> Result<T, E>,
 {
     let mut call = Retry::<SystemClock>::start(policy);
     loop {
+        call.admit()?;
         let (outcome, inside) = layer::run_blocking(call.deadline(), &mut op);
         let wait = match &outcome {
-            Ok(_) => None,
+            Ok(_) => {
+                call.after_success();
+                None
+            }
             Err(e) => call.after_failure(e.classify(), inside),
         };
         match wait {

@@ -11,6 +11,7 @@
 
 mod attempt;
 pub mod backoff;
+mod breaker;
 mod budget;
 mod classify;
 pub mod deadline;
@@ -22,9 +23,11 @@ pub mod macro_support;
 mod policy;
 mod rng;
 mod timeout;
+mod window;
 
 pub use attempt::{GiveUp, RetryState, Step};
 pub use backoff::{Backoff, Delays};
+pub use breaker::{BreakerSnapshot, BreakerState, CircuitBreaker, CircuitOpen, Permit};
 pub use budget::{BudgetSnapshot, RetryBudget};
 pub use classify::{Class, Classify};
 pub use driver::{Clock, Retry, SystemClock, TokioClock, retry, retry_blocking};

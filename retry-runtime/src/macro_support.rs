@@ -8,6 +8,7 @@ use std::future::Future;
 
 pub use std::time::Duration;
 
+pub use crate::breaker::{CircuitBreaker, CircuitOpen};
 pub use crate::budget::RetryBudget;
 pub use crate::classify::{Class, Classify};
 pub use crate::driver::{Clock, Retry, SystemClock, TokioClock};
@@ -60,7 +61,10 @@ pub fn decide<R: Outcome, C: Clock>(
     attempt: &Attempt<R>,
     classify: impl FnOnce(&R::Err) -> Class,
 ) -> Option<Duration> {
-    let error = attempt.outcome.failure()?;
+    let Some(error) = attempt.outcome.failure() else {
+        call.after_success();
+        return None;
+    };
     // A timed-out attempt is transient whatever the classifier would say of the error
     // it was turned into.
     let class = if attempt.timed_out {
@@ -69,6 +73,35 @@ pub fn decide<R: Outcome, C: Clock>(
         classify(error)
     };
     call.after_failure(class, attempt.retried_inside)
+}
+
+/// An error type that can say "the circuit breaker is open".
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot report an open circuit breaker",
+    label = "`breaker = ...` needs `{Self}: From<persevere::CircuitOpen>`",
+    note = "while the breaker is open the function returns without running, and must say so in its own error type; add a variant for it and `impl From<persevere::CircuitOpen> for {Self}`"
+)]
+pub trait FromCircuitOpen {
+    /// This error for a call the breaker refused.
+    fn from_circuit_open(open: CircuitOpen) -> Self;
+}
+
+impl<E: From<CircuitOpen>> FromCircuitOpen for E {
+    fn from_circuit_open(open: CircuitOpen) -> Self {
+        E::from(open)
+    }
+}
+
+/// Asks the breaker to let the next attempt through: `Err` with the outcome to return
+/// if it is open.
+#[inline]
+pub fn admit<R, C>(call: &mut Retry<'_, C>) -> Result<(), R>
+where
+    R: Outcome<Err: FromCircuitOpen>,
+    C: Clock,
+{
+    call.admit()
+        .map_err(|open| R::from_err(FromCircuitOpen::from_circuit_open(open)))
 }
 
 /// Runs one attempt of an async function, as a layer that nested calls can see.

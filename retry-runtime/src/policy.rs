@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use crate::breaker::CircuitBreaker;
 use crate::budget::RetryBudget;
 
 /// The retry budget of policies that name none: one for the whole process. `#[retry]`
@@ -89,6 +90,7 @@ pub struct Policy {
     uncertain_attempts: u32,
     nesting: Nesting,
     budget: &'static RetryBudget,
+    breaker: Option<&'static CircuitBreaker>,
 }
 
 impl Policy {
@@ -109,6 +111,7 @@ impl Policy {
         uncertain_attempts: 2,
         nesting: Nesting::Innermost,
         budget: &SHARED_BUDGET,
+        breaker: None,
     };
 
     /// The default policy, [`Policy::DEFAULT`], to be adjusted with the `with_*` methods.
@@ -228,6 +231,18 @@ impl Policy {
     /// The retry budget this policy's retries draw from.
     pub const fn budget(&self) -> &'static RetryBudget {
         self.budget
+    }
+
+    /// Puts every attempt behind `breaker`; share one `static` breaker between all the
+    /// functions that call one dependency.
+    pub const fn with_breaker(mut self, breaker: &'static CircuitBreaker) -> Self {
+        self.breaker = Some(breaker);
+        self
+    }
+
+    /// The circuit breaker attempts go through, if any.
+    pub const fn breaker(&self) -> Option<&'static CircuitBreaker> {
+        self.breaker
     }
 
     /// The total time for the call, attempts and waits together.

@@ -1,0 +1,477 @@
+//! The circuit breaker: during a long outage, stop calling the dependency at all.
+
+use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use crate::classify::{Class, Classify};
+use crate::window::{Epochs, RollingCount};
+
+const PPM: u64 = 1_000_000;
+
+/// Where a [`CircuitBreaker`] stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum BreakerState {
+    /// Calls go through; failures are counted.
+    Closed,
+    /// Calls fail at once, without running, until the open time has passed.
+    Open,
+    /// A limited number of probe calls go through; the first to succeed closes the
+    /// breaker, a failed one opens it again.
+    HalfOpen,
+}
+
+/// A circuit breaker shared by the functions that call one dependency.
+///
+/// Retries and their budget handle blips; when a dependency is down for minutes, the
+/// breaker stops calling it altogether, so that it gets a quiet moment to recover and
+/// callers get an answer at once instead of after a deadline's worth of attempts.
+///
+/// - **Closed**: calls go through. It opens after `consecutive_failures` failed attempts
+///   in a row, or, if set, when the failure rate over a window reaches a threshold once
+///   a minimum number of calls has been seen.
+/// - **Open**: for `open_for`, calls fail at once with [`CircuitOpen`], converted into
+///   the function's own error type, without running the function.
+/// - **Half-open**: then up to `probes` calls go through at a time. The first probe
+///   that succeeds closes the breaker; a probe that fails opens it again.
+///
+/// Failures are attempts whose error is retryable (transient, unsent, uncertain, or with
+/// a `Retry-After`) or that timed out; a permanent error such as a 404 shows the
+/// dependency answering, so it counts as a success.
+///
+/// ```
+/// use std::time::Duration;
+/// use persevere_runtime::CircuitBreaker;
+///
+/// static INVENTORY: CircuitBreaker = CircuitBreaker::new()
+///     .with_consecutive_failures(5)
+///     .with_failure_rate(0.5, 20, Duration::from_secs(30))
+///     .with_open_for(Duration::from_secs(10))
+///     .with_probes(2);
+/// ```
+///
+/// Used with `#[retry(breaker = INVENTORY)]`; the function's error type must implement
+/// `From<CircuitOpen>`.
+#[derive(Debug)]
+pub struct CircuitBreaker {
+    consecutive_failures: u32,
+    rate_ppm: u64,
+    min_calls: u32,
+    open_for: Duration,
+    probes: u32,
+    epochs: Epochs,
+    /// The state in the top two bits; below them, in `Closed` the consecutive failures,
+    /// in `HalfOpen` the probes in flight.
+    state: AtomicU64,
+    /// When the breaker last opened, in nanoseconds since `epochs`' origin.
+    opened_at: AtomicU64,
+    calls: RollingCount,
+    failures: RollingCount,
+    opened: AtomicU64,
+    rejected: AtomicU64,
+}
+
+/// The right to make one attempt, from [`CircuitBreaker::admit`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Permit {
+    /// An ordinary call through a closed breaker.
+    Closed,
+    /// One of the half-open breaker's probes.
+    Probe,
+}
+
+/// What a breaker has seen: its state and its counters.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BreakerSnapshot {
+    /// The state at the time of the snapshot.
+    pub state: BreakerState,
+    /// Attempts recorded in the failure-rate window.
+    pub calls: u64,
+    /// Failed attempts recorded in the failure-rate window.
+    pub failures: u64,
+    /// How many times the breaker has opened.
+    pub opened: u64,
+    /// Calls refused while it was open or its probes were taken.
+    pub rejected: u64,
+}
+
+const CLOSED: u64 = 0;
+const OPEN: u64 = 1;
+const HALF_OPEN: u64 = 2;
+const SHIFT: u32 = 62;
+const COUNT_MASK: u64 = (1 << SHIFT) - 1;
+
+const fn word(state: u64, count: u64) -> u64 {
+    (state << SHIFT) | count
+}
+
+const fn state_of(word: u64) -> u64 {
+    word >> SHIFT
+}
+
+const fn count_of(word: u64) -> u64 {
+    word & COUNT_MASK
+}
+
+impl CircuitBreaker {
+    /// A breaker that opens after 5 consecutive failures, stays open for 30 s, then lets
+    /// 1 probe through; the failure-rate rule is off until set.
+    pub const fn new() -> Self {
+        Self {
+            consecutive_failures: 5,
+            rate_ppm: 0,
+            min_calls: 0,
+            open_for: Duration::from_secs(30),
+            probes: 1,
+            epochs: Epochs::new(Duration::from_secs(60)),
+            state: AtomicU64::new(word(CLOSED, 0)),
+            opened_at: AtomicU64::new(0),
+            calls: RollingCount::new(),
+            failures: RollingCount::new(),
+            opened: AtomicU64::new(0),
+            rejected: AtomicU64::new(0),
+        }
+    }
+
+    /// Opens after `n` failed attempts in a row; `0` turns the rule off.
+    pub const fn with_consecutive_failures(mut self, n: u32) -> Self {
+        self.consecutive_failures = n;
+        self
+    }
+
+    /// Also opens when at least `rate` (e.g. `0.5`) of the attempts in the last `window`
+    /// failed, once that window holds at least `min_calls` attempts.
+    ///
+    /// # Panics
+    ///
+    /// If `rate` is not in `(0, 1]`, or `window` is shorter than 10 ns.
+    pub const fn with_failure_rate(mut self, rate: f64, min_calls: u32, window: Duration) -> Self {
+        assert!(
+            rate > 0.0 && rate <= 1.0,
+            "the failure rate must be above 0 and at most 1"
+        );
+        self.rate_ppm = (rate * PPM as f64) as u64;
+        self.min_calls = min_calls;
+        self.epochs.set_window(window);
+        self
+    }
+
+    /// Stays open this long before letting probes through.
+    pub const fn with_open_for(mut self, open_for: Duration) -> Self {
+        self.open_for = open_for;
+        self
+    }
+
+    /// Lets this many probes through at a time when half-open.
+    ///
+    /// # Panics
+    ///
+    /// If `probes` is zero: a breaker that never probes never closes.
+    pub const fn with_probes(mut self, probes: u32) -> Self {
+        assert!(probes > 0, "a breaker needs at least 1 probe");
+        self.probes = probes;
+        self
+    }
+
+    /// Asks to make an attempt at `now`: a permit, or [`CircuitOpen`] if the breaker is
+    /// open or its probes are all taken. A permit must be returned with
+    /// [`CircuitBreaker::record`] or [`CircuitBreaker::abandon`].
+    pub fn admit(&self, now: Instant) -> Result<Permit, CircuitOpen> {
+        loop {
+            let current = self.state.load(Ordering::Acquire);
+            let next = match state_of(current) {
+                CLOSED => return Ok(Permit::Closed),
+                OPEN => {
+                    let since = self
+                        .epochs
+                        .nanos_since_origin(now)
+                        .saturating_sub(self.opened_at.load(Ordering::Acquire));
+                    let since = Duration::from_nanos(since);
+                    if since < self.open_for {
+                        return Err(self.reject(self.open_for - since));
+                    }
+                    word(HALF_OPEN, 1)
+                }
+                _ => {
+                    if count_of(current) >= u64::from(self.probes) {
+                        return Err(self.reject(Duration::ZERO));
+                    }
+                    current + 1
+                }
+            };
+            if self
+                .state
+                .compare_exchange(current, next, Ordering::AcqRel, Ordering::Acquire)
+                .is_ok()
+            {
+                return Ok(Permit::Probe);
+            }
+        }
+    }
+
+    /// Records the result of a permitted attempt at `now`: `healthy` unless it failed in
+    /// a way that a retry could fix (see the type's documentation).
+    pub fn record(&self, permit: Permit, healthy: bool, now: Instant) {
+        match permit {
+            Permit::Probe => {
+                let _ = self
+                    .state
+                    .fetch_update(Ordering::AcqRel, Ordering::Acquire, |current| {
+                        (state_of(current) == HALF_OPEN).then_some(if healthy {
+                            word(CLOSED, 0)
+                        } else {
+                            word(OPEN, 0)
+                        })
+                    })
+                    .map(|_| {
+                        if healthy {
+                            self.calls.clear();
+                            self.failures.clear();
+                        } else {
+                            self.mark_opened(now);
+                        }
+                    });
+            }
+            Permit::Closed => {
+                let epoch = self.epochs.epoch(now);
+                self.calls.increment(epoch);
+                if healthy {
+                    let _ =
+                        self.state
+                            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |current| {
+                                (state_of(current) == CLOSED && count_of(current) != 0)
+                                    .then_some(word(CLOSED, 0))
+                            });
+                    return;
+                }
+                self.failures.increment(epoch);
+                let Ok(previous) =
+                    self.state
+                        .fetch_update(Ordering::AcqRel, Ordering::Acquire, |current| {
+                            (state_of(current) == CLOSED).then_some(current + 1)
+                        })
+                else {
+                    return;
+                };
+                let in_a_row = count_of(previous) + 1;
+                if (self.consecutive_failures > 0
+                    && in_a_row >= u64::from(self.consecutive_failures))
+                    || self.rate_tripped(epoch)
+                {
+                    self.trip(now);
+                }
+            }
+        }
+    }
+
+    /// Returns a permit whose attempt never finished (it was cancelled), so that a
+    /// cancelled probe does not hold the half-open breaker's place forever.
+    pub fn abandon(&self, permit: Permit) {
+        if permit == Permit::Probe {
+            let _ = self
+                .state
+                .fetch_update(Ordering::AcqRel, Ordering::Acquire, |current| {
+                    (state_of(current) == HALF_OPEN && count_of(current) > 0).then_some(current - 1)
+                });
+        }
+    }
+
+    /// The state at `now`: an open breaker whose open time has passed reads as
+    /// half-open, as the next call would find it.
+    pub fn state(&self, now: Instant) -> BreakerState {
+        let current = self.state.load(Ordering::Acquire);
+        match state_of(current) {
+            CLOSED => BreakerState::Closed,
+            OPEN => {
+                let since = self
+                    .epochs
+                    .nanos_since_origin(now)
+                    .saturating_sub(self.opened_at.load(Ordering::Acquire));
+                if Duration::from_nanos(since) < self.open_for {
+                    BreakerState::Open
+                } else {
+                    BreakerState::HalfOpen
+                }
+            }
+            _ => BreakerState::HalfOpen,
+        }
+    }
+
+    /// The breaker's state and counters at `now`.
+    pub fn snapshot(&self, now: Instant) -> BreakerSnapshot {
+        let epoch = self.epochs.epoch(now);
+        BreakerSnapshot {
+            state: self.state(now),
+            calls: self.calls.sum(epoch),
+            failures: self.failures.sum(epoch),
+            opened: self.opened.load(Ordering::Relaxed),
+            rejected: self.rejected.load(Ordering::Relaxed),
+        }
+    }
+
+    fn rate_tripped(&self, epoch: u32) -> bool {
+        if self.rate_ppm == 0 {
+            return false;
+        }
+        let calls = self.calls.sum(epoch);
+        calls >= u64::from(self.min_calls.max(1))
+            && self.failures.sum(epoch).saturating_mul(PPM) >= self.rate_ppm.saturating_mul(calls)
+    }
+
+    fn trip(&self, now: Instant) {
+        let tripped = self
+            .state
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |current| {
+                (state_of(current) == CLOSED).then_some(word(OPEN, 0))
+            })
+            .is_ok();
+        if tripped {
+            self.mark_opened(now);
+        }
+    }
+
+    fn mark_opened(&self, now: Instant) {
+        // Written after the state: a caller that sees `Open` with the previous opening's
+        // time may let a probe through early, once; it finds the dependency still down
+        // and opens the breaker again.
+        self.opened_at
+            .store(self.epochs.nanos_since_origin(now), Ordering::Release);
+        self.opened.fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn reject(&self, retry_in: Duration) -> CircuitOpen {
+        self.rejected.fetch_add(1, Ordering::Relaxed);
+        CircuitOpen { retry_in }
+    }
+}
+
+impl Default for CircuitBreaker {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// A call refused by an open circuit breaker, without running.
+///
+/// A function with `breaker = ...` must be able to return it as its own error, through
+/// `From<CircuitOpen>`; `std::io::Error` converts from it already.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CircuitOpen {
+    retry_in: Duration,
+}
+
+impl CircuitOpen {
+    /// How long until the breaker lets a probe through; zero when it is half-open and
+    /// its probes are taken.
+    pub const fn retry_in(&self) -> Duration {
+        self.retry_in
+    }
+}
+
+impl fmt::Display for CircuitOpen {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "the circuit breaker is open; the next probe in {:?}",
+            self.retry_in
+        )
+    }
+}
+
+impl std::error::Error for CircuitOpen {}
+
+/// Never retried: the breaker has already decided the dependency needs a rest.
+impl Classify for CircuitOpen {
+    fn classify(&self) -> Class {
+        Class::Permanent
+    }
+}
+
+impl From<CircuitOpen> for std::io::Error {
+    fn from(e: CircuitOpen) -> Self {
+        std::io::Error::other(e)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ms(n: u64) -> Duration {
+        Duration::from_millis(n)
+    }
+
+    #[test]
+    fn consecutive_failures_open_it_and_a_probe_closes_it() {
+        let b = CircuitBreaker::new()
+            .with_consecutive_failures(3)
+            .with_open_for(ms(1000));
+        let t = Instant::now();
+        for _ in 0..2 {
+            assert_eq!(b.admit(t), Ok(Permit::Closed));
+            b.record(Permit::Closed, false, t);
+        }
+        // A success resets the run.
+        b.record(Permit::Closed, true, t);
+        for _ in 0..2 {
+            b.record(Permit::Closed, false, t);
+        }
+        assert_eq!(b.state(t), BreakerState::Closed);
+        b.record(Permit::Closed, false, t);
+        assert_eq!(b.state(t), BreakerState::Open);
+        assert_eq!(b.admit(t + ms(400)).unwrap_err().retry_in(), ms(600));
+        // After the open time: one probe.
+        let later = t + ms(1000);
+        assert_eq!(b.state(later), BreakerState::HalfOpen);
+        assert_eq!(b.admit(later), Ok(Permit::Probe));
+        assert!(b.admit(later).is_err());
+        b.record(Permit::Probe, true, later);
+        assert_eq!(b.state(later), BreakerState::Closed);
+        let snap = b.snapshot(later);
+        assert_eq!((snap.opened, snap.rejected), (1, 2));
+    }
+
+    #[test]
+    fn a_failed_probe_reopens_it() {
+        let b = CircuitBreaker::new()
+            .with_consecutive_failures(1)
+            .with_open_for(ms(100));
+        let t = Instant::now();
+        b.record(Permit::Closed, false, t);
+        let t1 = t + ms(100);
+        assert_eq!(b.admit(t1), Ok(Permit::Probe));
+        b.record(Permit::Probe, false, t1);
+        assert_eq!(b.state(t1 + ms(99)), BreakerState::Open);
+        assert_eq!(b.state(t1 + ms(100)), BreakerState::HalfOpen);
+    }
+
+    #[test]
+    fn an_abandoned_probe_frees_its_place() {
+        let b = CircuitBreaker::new()
+            .with_consecutive_failures(1)
+            .with_open_for(ms(10));
+        let t = Instant::now();
+        b.record(Permit::Closed, false, t);
+        let t1 = t + ms(10);
+        let permit = b.admit(t1).unwrap();
+        assert!(b.admit(t1).is_err());
+        b.abandon(permit);
+        assert_eq!(b.admit(t1), Ok(Permit::Probe));
+    }
+
+    #[test]
+    fn failure_rate_needs_its_minimum_of_calls() {
+        let b = CircuitBreaker::new()
+            .with_consecutive_failures(0)
+            .with_failure_rate(0.5, 10, Duration::from_secs(10));
+        let t = Instant::now();
+        for i in 0..9 {
+            b.record(Permit::Closed, i % 2 == 0, t);
+        }
+        // 9 calls, 4 failed: below the minimum.
+        assert_eq!(b.state(t), BreakerState::Closed);
+        b.record(Permit::Closed, false, t);
+        // 10 calls, 5 failed: 50 %.
+        assert_eq!(b.state(t), BreakerState::Open);
+    }
+}

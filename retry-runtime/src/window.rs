@@ -1,0 +1,175 @@
+//! Lock-free counts over a rolling window: the window is cut into slots, each an atomic
+//! word holding the slot's period number (its epoch) and its count, so a stale slot is
+//! recognised and restarted by whoever next counts in it.
+
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+/// How many slots a window is cut into: counts expire one slot at a time.
+pub(crate) const SLOTS: usize = 10;
+
+/// Turns instants into slot numbers, counted from first use.
+#[derive(Debug)]
+pub(crate) struct Epochs {
+    origin: OnceLock<Instant>,
+    slot_nanos: u64,
+}
+
+impl Epochs {
+    /// Slots of a tenth of `window` each.
+    pub(crate) const fn new(window: Duration) -> Self {
+        let mut epochs = Self {
+            origin: OnceLock::new(),
+            slot_nanos: 1,
+        };
+        epochs.set_window(window);
+        epochs
+    }
+
+    /// Makes the slots a tenth of `window` each.
+    ///
+    /// # Panics
+    ///
+    /// If `window` is shorter than 10 ns.
+    pub(crate) const fn set_window(&mut self, window: Duration) {
+        let nanos = window.as_nanos() / SLOTS as u128;
+        assert!(nanos > 0, "a window must be at least 10 ns");
+        self.slot_nanos = if nanos > u64::MAX as u128 {
+            u64::MAX
+        } else {
+            nanos as u64
+        };
+    }
+
+    /// The slot number of `now`. Wraps after 2^32 slots (136 years at 1 s slots): only
+    /// equality and short distances between epochs are ever compared.
+    pub(crate) fn epoch(&self, now: Instant) -> u32 {
+        (self.nanos_since_origin(now) / self.slot_nanos) as u32
+    }
+
+    /// Nanoseconds from first use to `now`, saturating.
+    pub(crate) fn nanos_since_origin(&self, now: Instant) -> u64 {
+        let origin = *self.origin.get_or_init(|| now);
+        u64::try_from(now.saturating_duration_since(origin).as_nanos()).unwrap_or(u64::MAX)
+    }
+}
+
+/// A count over the last [`SLOTS`] slots.
+#[derive(Debug)]
+pub(crate) struct RollingCount {
+    slots: [AtomicU64; SLOTS],
+}
+
+impl RollingCount {
+    pub(crate) const fn new() -> Self {
+        Self {
+            slots: [const { AtomicU64::new(0) }; SLOTS],
+        }
+    }
+
+    /// Adds one in the slot of `epoch`.
+    #[inline]
+    pub(crate) fn increment(&self, epoch: u32) {
+        let _ = self
+            .slot(epoch)
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |word| {
+                Some(bump(word, epoch))
+            });
+    }
+
+    /// Adds one in the slot of `epoch` only if `admit(count of the window so far)`
+    /// holds, re-checking if another thread counted in between: `true` if counted.
+    pub(crate) fn increment_if(&self, epoch: u32, admit: impl Fn(u64) -> bool) -> bool {
+        let slot = self.slot(epoch);
+        loop {
+            let others = self.sum_except(epoch);
+            let word = slot.load(Ordering::Acquire);
+            let current = current(word, epoch);
+            if !admit(others + u64::from(current)) {
+                return false;
+            }
+            if slot
+                .compare_exchange_weak(word, bump(word, epoch), Ordering::AcqRel, Ordering::Acquire)
+                .is_ok()
+            {
+                return true;
+            }
+        }
+    }
+
+    /// The count of the window that ends in the slot of `epoch`.
+    pub(crate) fn sum(&self, epoch: u32) -> u64 {
+        self.sum_except(epoch) + u64::from(current(self.slot(epoch).load(Ordering::Acquire), epoch))
+    }
+
+    /// Forgets every count.
+    pub(crate) fn clear(&self) {
+        for slot in &self.slots {
+            slot.store(0, Ordering::Release);
+        }
+    }
+
+    fn slot(&self, epoch: u32) -> &AtomicU64 {
+        &self.slots[epoch as usize % SLOTS]
+    }
+
+    /// The counts of the window's slots other than `epoch`'s own.
+    fn sum_except(&self, epoch: u32) -> u64 {
+        let own = epoch as usize % SLOTS;
+        self.slots
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| *i != own)
+            .map(|(_, slot)| {
+                let (slot_epoch, count) = unpack(slot.load(Ordering::Acquire));
+                if epoch.wrapping_sub(slot_epoch) < SLOTS as u32 {
+                    u64::from(count)
+                } else {
+                    0
+                }
+            })
+            .sum()
+    }
+}
+
+/// The count a slot word holds for `epoch`: zero if the word is from an older period.
+fn current(word: u64, epoch: u32) -> u32 {
+    let (slot_epoch, count) = unpack(word);
+    if slot_epoch == epoch { count } else { 0 }
+}
+
+/// The word after counting one more in `epoch`.
+fn bump(word: u64, epoch: u32) -> u64 {
+    pack(epoch, current(word, epoch).saturating_add(1))
+}
+
+const fn pack(epoch: u32, count: u32) -> u64 {
+    ((epoch as u64) << 32) | count as u64
+}
+
+const fn unpack(word: u64) -> (u32, u32) {
+    ((word >> 32) as u32, word as u32)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_expire_slot_by_slot() {
+        let count = RollingCount::new();
+        for epoch in 0..15 {
+            count.increment(epoch);
+            count.increment(epoch);
+        }
+        // Epochs 5..=14 are in the window ending at 14.
+        assert_eq!(count.sum(14), 20);
+        assert_eq!(count.sum(20), 8);
+        assert_eq!(count.sum(30), 0);
+        assert!(count.increment_if(30, |n| n < 1));
+        assert!(!count.increment_if(30, |n| n < 1));
+        count.clear();
+        assert_eq!(count.sum(30), 0);
+    }
+}
