@@ -17,18 +17,24 @@
 //! }
 //! ```
 //!
-//! See the README for the whole story; the runtime's pieces are documented where they
-//! are re-exported below.
+//! One attribute gives the function exponential backoff with jitter, a total deadline,
+//! error classification, server-driven delays, a retry budget and, if asked, a circuit
+//! breaker; the compiler refuses to retry a function that is not marked safe to repeat.
+//! The README tells the whole story; the pieces are documented where they are defined:
+//!
+//! - [`retry`](macro@retry) and [`idempotent`](macro@idempotent): the attributes;
+//! - [`Classify`] and [`Class`]: which failures a retry can fix;
+//! - [`Policy`], [`Jitter`], [`Backoff`]: the schedule of waits;
+//! - [`RetryBudget`], [`CircuitBreaker`], [`deadline`]: protection for the fleet;
+//! - [`IdempotencyKey`]: what makes a write safe to repeat;
+//! - `http` and `reqwest` (cargo features of the same names): HTTP classification,
+//!   `Retry-After`, and headers for keys and deadlines.
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
-pub use persevere_macros::{idempotent, retry};
-pub use persevere_runtime::{
-    AttemptTimedOut, Backoff, BreakerSnapshot, BreakerState, BudgetSnapshot, CircuitBreaker,
-    CircuitOpen, Class, Classify, Clock, Delays, GiveUp, IdempotencyKey, Jitter, Nesting,
-    ParseKeyError, Permit, Policy, Retry, RetryBudget, RetryState, Step, SystemClock, TokioClock,
-    backoff, deadline, retry, retry_blocking, seed_thread_rng,
-};
+pub use persevere_macros::{Classify, idempotent, retry};
+// Everything the runtime offers, whatever features it was built with.
+pub use persevere_runtime::*;
 
 #[doc(hidden)]
 pub mod __private {

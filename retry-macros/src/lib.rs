@@ -5,6 +5,7 @@
 #![forbid(unsafe_code)]
 
 mod args;
+mod derive;
 mod duration;
 mod expand;
 mod func;
@@ -23,4 +24,14 @@ pub fn retry(args: TokenStream, item: TokenStream) -> TokenStream {
 #[proc_macro_attribute]
 pub fn idempotent(args: TokenStream, item: TokenStream) -> TokenStream {
     idempotent::idempotent(args.into(), item.into()).into()
+}
+
+/// Implements `persevere::Classify` from a class on each variant. See the `persevere`
+/// crate.
+#[proc_macro_derive(
+    Classify,
+    attributes(transient, permanent, unsent, uncertain, classify, retry_after)
+)]
+pub fn derive_classify(input: TokenStream) -> TokenStream {
+    derive::classify(input.into()).into()
 }

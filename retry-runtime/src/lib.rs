@@ -16,11 +16,15 @@ mod budget;
 mod classify;
 pub mod deadline;
 mod driver;
+#[cfg(feature = "http")]
+pub mod http;
 mod key;
 mod layer;
 #[doc(hidden)]
 pub mod macro_support;
 mod policy;
+#[cfg(feature = "reqwest")]
+pub mod reqwest;
 mod rng;
 mod timeout;
 mod window;

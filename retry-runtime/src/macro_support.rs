@@ -247,3 +247,32 @@ pub fn sleep(wait: Duration) -> tokio::time::Sleep {
 pub fn block(wait: Duration) {
     std::thread::sleep(wait)
 }
+
+/// The type of a `#[retry_after]` field of a `#[derive(Classify)]` error.
+#[diagnostic::on_unimplemented(
+    message = "a `#[retry_after]` field must be a `Duration` or an `Option<Duration>`, not `{Self}`",
+    label = "the server's requested wait goes here",
+    note = "parse the server's header into a `std::time::Duration` (for HTTP, `persevere::http::retry_after`)"
+)]
+pub trait RetryAfterField {
+    /// The wait, if the server asked for one.
+    fn wait(&self) -> Option<Duration>;
+}
+
+impl RetryAfterField for Duration {
+    fn wait(&self) -> Option<Duration> {
+        Some(*self)
+    }
+}
+
+impl RetryAfterField for Option<Duration> {
+    fn wait(&self) -> Option<Duration> {
+        *self
+    }
+}
+
+/// The wait in a `#[retry_after]` field.
+#[inline]
+pub fn retry_after_field<F: RetryAfterField + ?Sized>(field: &F) -> Option<Duration> {
+    field.wait()
+}

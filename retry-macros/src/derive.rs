@@ -1,0 +1,264 @@
+//! `#[derive(Classify)]`: an error's classes, variant by variant.
+
+use proc_macro2::{Span, TokenStream};
+use quote::{format_ident, quote, quote_spanned};
+use syn::spanned::Spanned;
+use syn::{Attribute, Data, DeriveInput, Fields, Ident};
+
+use crate::args::push;
+
+const CLASSES: &str = "#[transient], #[permanent], #[unsent], #[uncertain], or #[classify] (to ask its single field's own `Classify` impl)";
+
+/// The class a variant (or a struct) is marked with.
+enum Marked {
+    Transient,
+    Permanent,
+    Unsent,
+    Uncertain,
+    Delegate,
+}
+
+/// One variant, or the struct itself, ready to become a match arm.
+struct Arm {
+    pattern: TokenStream,
+    class: TokenStream,
+}
+
+// Input:
+//
+//     #[derive(Classify)]
+//     enum ApiError {
+//         #[transient] Overloaded { #[retry_after] wait: Option<Duration> },
+//         #[classify] Io(std::io::Error),
+//         #[permanent] BadRequest(String),
+//     }
+//
+// Output:
+//
+//     impl ::persevere::Classify for ApiError {
+//         fn classify(&self) -> ::persevere::Class {
+//             match self {
+//                 Self::Overloaded { wait: f, .. } => match retry_after(f) {
+//                     Some(d) => Class::RetryAfter(d),
+//                     None => Class::Transient,
+//                 },
+//                 Self::Io(f) => Classify::classify(f),
+//                 Self::BadRequest { .. } => Class::Permanent,
+//             }
+//         }
+//     }
+pub fn classify(input: TokenStream) -> TokenStream {
+    let input: DeriveInput = match syn::parse2(input) {
+        Ok(input) => input,
+        Err(e) => return e.to_compile_error(),
+    };
+    let mut errors = None;
+    let arms: Vec<Arm> = match &input.data {
+        Data::Enum(data) => data
+            .variants
+            .iter()
+            .filter_map(|v| {
+                let path = {
+                    let ident = &v.ident;
+                    quote!(Self::#ident)
+                };
+                arm(&v.attrs, &v.fields, &v.ident, path, &mut errors)
+            })
+            .collect(),
+        Data::Struct(data) => arm(
+            &input.attrs,
+            &data.fields,
+            &input.ident,
+            quote!(Self),
+            &mut errors,
+        )
+        .into_iter()
+        .collect(),
+        Data::Union(data) => {
+            push(
+                &mut errors,
+                syn::Error::new(
+                    data.union_token.span,
+                    "`#[derive(Classify)]` works on enums and structs, not unions",
+                ),
+            );
+            Vec::new()
+        }
+    };
+    if let Some(errors) = errors {
+        return errors.to_compile_error();
+    }
+    let name = &input.ident;
+    let (impl_generics, ty_generics, where_clause) = input.generics.split_for_impl();
+    let patterns = arms.iter().map(|a| &a.pattern);
+    let classes = arms.iter().map(|a| &a.class);
+    let body = if arms.is_empty() {
+        // An enum without variants has no values to classify.
+        quote!(match *self {})
+    } else {
+        quote! {
+            match self {
+                #(#patterns => #classes,)*
+            }
+        }
+    };
+    quote! {
+        #[automatically_derived]
+        impl #impl_generics ::persevere::Classify for #name #ty_generics #where_clause {
+            fn classify(&self) -> ::persevere::Class {
+                #body
+            }
+        }
+    }
+}
+
+fn arm(
+    attrs: &[Attribute],
+    fields: &Fields,
+    name: &Ident,
+    path: TokenStream,
+    errors: &mut Option<syn::Error>,
+) -> Option<Arm> {
+    let marked = class_of(attrs, name, errors)?;
+    let private = quote!(::persevere::__private);
+    let class = |span: Span| match marked {
+        Marked::Transient => quote_spanned!(span=> ::persevere::Class::Transient),
+        Marked::Permanent => quote_spanned!(span=> ::persevere::Class::Permanent),
+        Marked::Unsent => quote_spanned!(span=> ::persevere::Class::Unsent),
+        Marked::Uncertain => quote_spanned!(span=> ::persevere::Class::Uncertain),
+        Marked::Delegate => quote!(),
+    };
+    let binding = format_ident!("__persevere_field", span = Span::mixed_site());
+    let member = |index: usize, field: &syn::Field| match &field.ident {
+        Some(ident) => quote!(#ident),
+        None => {
+            let index = syn::Index::from(index);
+            quote!(#index)
+        }
+    };
+
+    let retry_after: Vec<_> = fields
+        .iter()
+        .enumerate()
+        .filter(|(_, f)| f.attrs.iter().any(|a| a.path().is_ident("retry_after")))
+        .collect();
+    if let Some((_, extra)) = retry_after.get(1) {
+        push(
+            errors,
+            syn::Error::new(
+                extra.span(),
+                "only one field can be `#[retry_after]`: the server gives one wait",
+            ),
+        );
+        return None;
+    }
+
+    if let Marked::Delegate = marked {
+        if fields.len() != 1 {
+            push(
+                errors,
+                syn::Error::new(
+                    name.span(),
+                    format!(
+                        "`#[classify]` asks the variant's single field how to classify it, but `{name}` has {} fields; mark it {CLASSES}",
+                        fields.len()
+                    ),
+                ),
+            );
+            return None;
+        }
+        let field = fields.iter().next().expect("one field");
+        let member = member(0, field);
+        let class = quote_spanned! {field.ty.span()=>
+            ::persevere::Classify::classify(#binding)
+        };
+        return Some(Arm {
+            pattern: quote!(#path { #member: #binding, .. }),
+            class,
+        });
+    }
+
+    let class = class(name.span());
+    match retry_after.first() {
+        None => Some(Arm {
+            pattern: quote!(#path { .. }),
+            class,
+        }),
+        Some((index, field)) => {
+            if let Marked::Permanent = marked {
+                push(
+                    errors,
+                    syn::Error::new(
+                        field.span(),
+                        format!(
+                            "`{name}` is `#[permanent]`, so it is never retried and a `#[retry_after]` field would be ignored; mark it #[transient] or remove #[retry_after]"
+                        ),
+                    ),
+                );
+                return None;
+            }
+            let member = member(*index, field);
+            let wait = quote_spanned! {field.ty.span()=>
+                #private::retry_after_field(#binding)
+            };
+            Some(Arm {
+                pattern: quote!(#path { #member: #binding, .. }),
+                class: quote! {
+                    match #wait {
+                        ::core::option::Option::Some(wait) => ::persevere::Class::RetryAfter(wait),
+                        ::core::option::Option::None => #class,
+                    }
+                },
+            })
+        }
+    }
+}
+
+fn class_of(attrs: &[Attribute], name: &Ident, errors: &mut Option<syn::Error>) -> Option<Marked> {
+    let mut found: Option<Marked> = None;
+    for attr in attrs {
+        let marked = if attr.path().is_ident("transient") {
+            Marked::Transient
+        } else if attr.path().is_ident("permanent") {
+            Marked::Permanent
+        } else if attr.path().is_ident("unsent") {
+            Marked::Unsent
+        } else if attr.path().is_ident("uncertain") {
+            Marked::Uncertain
+        } else if attr.path().is_ident("classify") {
+            Marked::Delegate
+        } else {
+            continue;
+        };
+        if let Err(e) = attr.meta.require_path_only() {
+            push(
+                errors,
+                syn::Error::new(e.span(), "a class attribute takes no arguments"),
+            );
+            return None;
+        }
+        if found.is_some() {
+            push(
+                errors,
+                syn::Error::new(
+                    attr.span(),
+                    format!("`{name}` already has a class; give it exactly one of {CLASSES}"),
+                ),
+            );
+            return None;
+        }
+        found = Some(marked);
+    }
+    if found.is_none() {
+        push(
+            errors,
+            syn::Error::new(
+                name.span(),
+                format!(
+                    "`{name}` has no class, so nobody has said whether retrying it can help; mark it {CLASSES}"
+                ),
+            ),
+        );
+    }
+    found
+}

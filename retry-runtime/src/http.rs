@@ -1,0 +1,286 @@
+//! HTTP: which statuses a retry can fix, and the server's `Retry-After`.
+//!
+//! Enabled by the `http` cargo feature.
+//!
+//! | status | class |
+//! | --- | --- |
+//! | 408 Request Timeout, 429 Too Many Requests, 502 Bad Gateway, 503 Service Unavailable, 504 Gateway Timeout | transient; with a `Retry-After`, the server's wait |
+//! | 500 Internal Server Error | uncertain: retried for at most `uncertain_attempts` attempts (2 by default) |
+//! | any other 4xx (400, 401, 403, 404, 409, 422, ...) | permanent: the request itself is wrong |
+//! | any other 5xx (501, 505, 507, ...) | permanent: the server cannot do this at all |
+//! | 1xx, 2xx, 3xx | permanent: not a failure a retry could change |
+
+use std::fmt;
+use std::time::{Duration, SystemTime};
+
+use http::header::RETRY_AFTER;
+use http::{HeaderMap, StatusCode};
+
+use crate::classify::{Class, Classify};
+
+/// A status by the table in the module documentation.
+impl Classify for StatusCode {
+    fn classify(&self) -> Class {
+        match self.as_u16() {
+            408 | 429 | 502 | 503 | 504 => Class::Transient,
+            500 => Class::Uncertain,
+            _ => Class::Permanent,
+        }
+    }
+}
+
+/// The wait a response's `Retry-After` header asks for, read at the current system time;
+/// `None` if there is none, or it is malformed, negative, or a date in the past.
+///
+/// ```
+/// use std::time::Duration;
+/// use http::{HeaderMap, HeaderValue, header::RETRY_AFTER};
+/// use persevere_runtime::http::retry_after;
+///
+/// let mut headers = HeaderMap::new();
+/// headers.insert(RETRY_AFTER, HeaderValue::from_static("120"));
+/// assert_eq!(retry_after(&headers), Some(Duration::from_secs(120)));
+/// headers.insert(RETRY_AFTER, HeaderValue::from_static("soon"));
+/// assert_eq!(retry_after(&headers), None);
+/// ```
+pub fn retry_after(headers: &HeaderMap) -> Option<Duration> {
+    let value = headers.get(RETRY_AFTER)?.to_str().ok()?;
+    parse_retry_after(value, SystemTime::now())
+}
+
+/// Reads a `Retry-After` value at `now`: delta-seconds (`"120"`) or an HTTP-date
+/// (`"Wed, 21 Oct 2015 07:28:00 GMT"`, and the two obsolete date forms). Garbage, a
+/// negative number, or a date not after `now` gives `None`, so that the computed backoff
+/// applies instead; never a panic.
+pub fn parse_retry_after(value: &str, now: SystemTime) -> Option<Duration> {
+    let value = value.trim();
+    if !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit()) {
+        // More digits than a u64 holds is still a (very long) wait.
+        return Some(Duration::from_secs(value.parse().unwrap_or(u64::MAX)));
+    }
+    let date = httpdate::parse_http_date(value).ok()?;
+    let wait = date.duration_since(now).ok()?;
+    (!wait.is_zero()).then_some(wait)
+}
+
+/// The class of a response: its status's, or the server's wait when a retryable status
+/// comes with a valid `Retry-After`.
+pub fn classify_response(status: StatusCode, headers: &HeaderMap) -> Class {
+    match status.classify() {
+        Class::Transient | Class::Uncertain => match retry_after(headers) {
+            Some(wait) => Class::RetryAfter(wait),
+            None => status.classify(),
+        },
+        class => class,
+    }
+}
+
+/// A response whose status is a failure, kept with the wait its server asked for.
+///
+/// Turn a response into one with [`check`]; it classifies by the table in the module
+/// documentation, with the server's `Retry-After` when there is one.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StatusError {
+    status: StatusCode,
+    retry_after: Option<Duration>,
+}
+
+impl StatusError {
+    /// A failure with `status`, its server asking for `retry_after`.
+    pub fn new(status: StatusCode, retry_after: Option<Duration>) -> Self {
+        Self {
+            status,
+            retry_after,
+        }
+    }
+
+    /// The response's status.
+    pub fn status(&self) -> StatusCode {
+        self.status
+    }
+
+    /// The wait the server asked for, if any.
+    pub fn retry_after(&self) -> Option<Duration> {
+        self.retry_after
+    }
+}
+
+impl fmt::Display for StatusError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "the server answered {}", self.status)?;
+        if let Some(wait) = self.retry_after {
+            write!(f, " and asked to retry after {wait:?}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for StatusError {}
+
+impl Classify for StatusError {
+    fn classify(&self) -> Class {
+        match (self.status.classify(), self.retry_after) {
+            (Class::Transient | Class::Uncertain, Some(wait)) => Class::RetryAfter(wait),
+            (class, _) => class,
+        }
+    }
+}
+
+/// `Ok` for a success (2xx) or redirect (3xx) status; otherwise the [`StatusError`],
+/// with the server's `Retry-After`.
+pub fn check(status: StatusCode, headers: &HeaderMap) -> Result<(), StatusError> {
+    if status.is_success() || status.is_redirection() || status.is_informational() {
+        Ok(())
+    } else {
+        Err(StatusError::new(status, retry_after(headers)))
+    }
+}
+
+/// The header that carries a deadline between services, in gRPC's format.
+pub const GRPC_TIMEOUT: &str = "grpc-timeout";
+
+/// Writes the time left before the enclosing deadline into `headers` as `grpc-timeout`,
+/// so that the service called next stops retrying when this one gives up. Does nothing
+/// outside a `#[retry]` call or deadline scope.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")] async fn main() {
+/// use std::time::Duration;
+/// use http::HeaderMap;
+/// use persevere_runtime::{deadline, http::{GRPC_TIMEOUT, insert_deadline}};
+///
+/// let mut headers = HeaderMap::new();
+/// deadline::scope(Duration::from_secs(2), async { insert_deadline(&mut headers) }).await;
+/// assert!(headers.contains_key(GRPC_TIMEOUT));
+/// # }
+/// ```
+pub fn insert_deadline(headers: &mut HeaderMap) {
+    if let Some(left) = crate::deadline::remaining() {
+        let value = crate::deadline::to_grpc_timeout(left);
+        if let Ok(value) = http::HeaderValue::from_str(&value) {
+            headers.insert(GRPC_TIMEOUT, value);
+        }
+    }
+}
+
+/// The deadline an incoming request carries in `grpc-timeout`, as the time left; `None`
+/// if it carries none or a malformed one. Run the request's handling inside
+/// [`deadline::scope`](crate::deadline::scope) with it.
+pub fn deadline_from(headers: &HeaderMap) -> Option<Duration> {
+    let value = headers.get(GRPC_TIMEOUT)?.to_str().ok()?;
+    crate::deadline::parse_grpc_timeout(value)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use http::HeaderValue;
+
+    fn at(secs: u64) -> SystemTime {
+        SystemTime::UNIX_EPOCH + Duration::from_secs(secs)
+    }
+
+    #[test]
+    fn statuses() {
+        for code in [408, 429, 502, 503, 504] {
+            assert_eq!(
+                StatusCode::from_u16(code).unwrap().classify(),
+                Class::Transient
+            );
+        }
+        assert_eq!(
+            StatusCode::INTERNAL_SERVER_ERROR.classify(),
+            Class::Uncertain
+        );
+        for code in [400, 401, 403, 404, 409, 410, 422, 501, 505, 200, 301] {
+            assert_eq!(
+                StatusCode::from_u16(code).unwrap().classify(),
+                Class::Permanent,
+                "{code}"
+            );
+        }
+    }
+
+    #[test]
+    fn retry_after_forms() {
+        let now = at(1_445_412_480); // Wed, 21 Oct 2015 07:28:00 GMT
+        assert_eq!(parse_retry_after("0", now), Some(Duration::ZERO));
+        assert_eq!(
+            parse_retry_after(" 120 ", now),
+            Some(Duration::from_secs(120))
+        );
+        assert_eq!(
+            parse_retry_after("99999999999999999999999", now),
+            Some(Duration::from_secs(u64::MAX))
+        );
+        assert_eq!(
+            parse_retry_after("Wed, 21 Oct 2015 07:28:30 GMT", now),
+            Some(Duration::from_secs(30))
+        );
+        assert_eq!(
+            parse_retry_after("Wednesday, 21-Oct-15 07:29:00 GMT", now),
+            Some(Duration::from_secs(60))
+        );
+        assert_eq!(
+            parse_retry_after("Wed Oct 21 07:28:10 2015", now),
+            Some(Duration::from_secs(10))
+        );
+        for bad in [
+            "",
+            "-1",
+            "1.5",
+            "+3",
+            "soon",
+            "Wed, 21 Oct 2015 07:27:00 GMT", // past
+            "Wed, 21 Oct 2015 07:28:00 GMT", // now
+            "Wed, 32 Oct 2015 07:28:00 GMT",
+            "١٢٠",
+        ] {
+            assert_eq!(parse_retry_after(bad, now), None, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn responses() {
+        let mut headers = HeaderMap::new();
+        assert_eq!(
+            classify_response(StatusCode::SERVICE_UNAVAILABLE, &headers),
+            Class::Transient
+        );
+        headers.insert(RETRY_AFTER, HeaderValue::from_static("7"));
+        assert_eq!(
+            classify_response(StatusCode::TOO_MANY_REQUESTS, &headers),
+            Class::RetryAfter(Duration::from_secs(7))
+        );
+        // A permanent status stays permanent whatever the header says.
+        assert_eq!(
+            classify_response(StatusCode::BAD_REQUEST, &headers),
+            Class::Permanent
+        );
+        headers.insert(RETRY_AFTER, HeaderValue::from_bytes(b"\xff\xfe").unwrap());
+        assert_eq!(
+            classify_response(StatusCode::TOO_MANY_REQUESTS, &headers),
+            Class::Transient
+        );
+        assert!(check(StatusCode::OK, &headers).is_ok());
+        let err = check(StatusCode::TOO_MANY_REQUESTS, &HeaderMap::new()).unwrap_err();
+        assert_eq!(err.status(), StatusCode::TOO_MANY_REQUESTS);
+        assert_eq!(err.classify(), Class::Transient);
+        assert_eq!(err.to_string(), "the server answered 429 Too Many Requests");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn deadline_headers() {
+        let mut headers = HeaderMap::new();
+        insert_deadline(&mut headers);
+        assert!(headers.is_empty());
+        crate::deadline::scope(Duration::from_millis(1500), async {
+            insert_deadline(&mut headers);
+        })
+        .await;
+        assert_eq!(headers[GRPC_TIMEOUT], "1500000u");
+        assert_eq!(deadline_from(&headers), Some(Duration::from_millis(1500)));
+        headers.insert(GRPC_TIMEOUT, HeaderValue::from_static("soon"));
+        assert_eq!(deadline_from(&headers), None);
+    }
+}

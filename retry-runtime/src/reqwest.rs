@@ -1,0 +1,177 @@
+//! reqwest: classifying its errors and responses, and sending idempotency keys and
+//! deadlines. Enabled by the `reqwest` cargo feature.
+//!
+//! ```no_run
+//! use persevere_runtime::IdempotencyKey;
+//! use persevere_runtime::reqwest::{RequestBuilderExt, RequestError, ResponseExt};
+//!
+//! async fn charge(client: &reqwest::Client, key: IdempotencyKey) -> Result<String, RequestError> {
+//!     let response = client
+//!         .post("http://127.0.0.1:8080/charges")
+//!         .idempotency_key(&key)
+//!         .with_deadline()
+//!         .send()
+//!         .await?
+//!         .error_for_retry()?;
+//!     Ok(response.text().await?)
+//! }
+//! ```
+
+use std::fmt;
+
+use crate::breaker::CircuitOpen;
+use crate::classify::{Class, Classify};
+use crate::http::{StatusError, check};
+use crate::key::IdempotencyKey;
+use crate::timeout::AttemptTimedOut;
+
+/// The header an idempotency key travels in.
+pub const IDEMPOTENCY_KEY: &str = "Idempotency-Key";
+
+/// reqwest's errors:
+/// - a failure to connect (refused, DNS, connect timeout) is [`Class::Unsent`]: the
+///   request never left;
+/// - a timeout, or a failure while sending the request or reading the response body, is
+///   transient;
+/// - an error made from a status (`error_for_status`) is classified by the status;
+/// - building the request, following redirects, and decoding the body are permanent.
+impl Classify for reqwest::Error {
+    fn classify(&self) -> Class {
+        if self.is_connect() {
+            Class::Unsent
+        } else if self.is_timeout() {
+            Class::Transient
+        } else if let Some(status) = self.status() {
+            status.classify()
+        } else if self.is_request() || self.is_body() {
+            Class::Transient
+        } else {
+            Class::Permanent
+        }
+    }
+}
+
+/// The error of an HTTP call made with reqwest: the transport failed, or the server
+/// answered with a failure status. Classified by its parts; convertible from the
+/// runtime's own errors, so that it can be the error type of a `#[retry]` function with
+/// an attempt timeout or a circuit breaker.
+#[derive(Debug)]
+pub enum RequestError {
+    /// The request could not be sent or its response not read.
+    Transport(reqwest::Error),
+    /// The server answered with a failure status.
+    Status(StatusError),
+    /// The attempt ran past its time limit.
+    TimedOut(AttemptTimedOut),
+    /// The circuit breaker refused the call.
+    CircuitOpen(CircuitOpen),
+}
+
+impl RequestError {
+    /// The failure status the server answered with, if it answered.
+    pub fn status(&self) -> Option<http::StatusCode> {
+        match self {
+            RequestError::Status(e) => Some(e.status()),
+            RequestError::Transport(e) => e.status(),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for RequestError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RequestError::Transport(e) => write!(f, "{e}"),
+            RequestError::Status(e) => write!(f, "{e}"),
+            RequestError::TimedOut(e) => write!(f, "{e}"),
+            RequestError::CircuitOpen(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl std::error::Error for RequestError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            RequestError::Transport(e) => Some(e),
+            RequestError::Status(e) => Some(e),
+            RequestError::TimedOut(e) => Some(e),
+            RequestError::CircuitOpen(e) => Some(e),
+        }
+    }
+}
+
+impl Classify for RequestError {
+    fn classify(&self) -> Class {
+        match self {
+            RequestError::Transport(e) => e.classify(),
+            RequestError::Status(e) => e.classify(),
+            RequestError::TimedOut(e) => e.classify(),
+            RequestError::CircuitOpen(e) => e.classify(),
+        }
+    }
+}
+
+impl From<reqwest::Error> for RequestError {
+    fn from(e: reqwest::Error) -> Self {
+        RequestError::Transport(e)
+    }
+}
+
+impl From<StatusError> for RequestError {
+    fn from(e: StatusError) -> Self {
+        RequestError::Status(e)
+    }
+}
+
+impl From<AttemptTimedOut> for RequestError {
+    fn from(e: AttemptTimedOut) -> Self {
+        RequestError::TimedOut(e)
+    }
+}
+
+impl From<CircuitOpen> for RequestError {
+    fn from(e: CircuitOpen) -> Self {
+        RequestError::CircuitOpen(e)
+    }
+}
+
+/// Turning a response with a failure status into a classified error.
+pub trait ResponseExt: Sized {
+    /// `Ok(self)` for a success or redirect status; otherwise a [`StatusError`] that
+    /// keeps the server's `Retry-After`. Unlike reqwest's `error_for_status`, the wait the
+    /// server asked for is not lost.
+    fn error_for_retry(self) -> Result<Self, StatusError>;
+}
+
+impl ResponseExt for reqwest::Response {
+    fn error_for_retry(self) -> Result<Self, StatusError> {
+        check(self.status(), self.headers()).map(|()| self)
+    }
+}
+
+/// Carrying what makes a retried request safe and bounded.
+pub trait RequestBuilderExt: Sized {
+    /// Sends `key` in the `Idempotency-Key` header. Pass the same key to every attempt:
+    /// take it as a parameter of the `#[retry(key = ...)]` function.
+    fn idempotency_key(self, key: &IdempotencyKey) -> Self;
+
+    /// Sends the time left before the enclosing deadline as `grpc-timeout`, if there is
+    /// a deadline.
+    fn with_deadline(self) -> Self;
+}
+
+impl RequestBuilderExt for reqwest::RequestBuilder {
+    fn idempotency_key(self, key: &IdempotencyKey) -> Self {
+        self.header(IDEMPOTENCY_KEY, key.to_string())
+    }
+
+    fn with_deadline(self) -> Self {
+        match crate::deadline::remaining() {
+            Some(left) => self.header(
+                crate::http::GRPC_TIMEOUT,
+                crate::deadline::to_grpc_timeout(left),
+            ),
+            None => self,
+        }
+    }
+}
