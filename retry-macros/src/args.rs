@@ -16,7 +16,7 @@ mod kw {
 }
 
 /// The keys `#[retry]` accepts, in the order the documentation lists them.
-pub const KEYS: &str = "deadline, attempts, base, cap, multiplier, jitter, on, attempt_timeout, max_retry_after, uncertain_attempts, budget, breaker, layers, key, crate";
+pub const KEYS: &str = "deadline, attempts, base, cap, multiplier, jitter, on, attempt_timeout, max_retry_after, uncertain_attempts, budget, breaker, layers, before_wait, key, crate";
 
 /// A value with the span of the tokens it was written as.
 #[derive(Clone, Copy, Debug)]
@@ -67,6 +67,7 @@ pub struct Args {
     pub uncertain_attempts: Option<Spanned<u32>>,
     pub budget: Option<Path>,
     pub breaker: Option<Path>,
+    pub before_wait: Option<Path>,
     pub layers: Option<Spanned<Layers>>,
     pub key: Option<Ident>,
     pub krate: Option<Path>,
@@ -183,6 +184,7 @@ fn parse_one(input: ParseStream, args: &mut Args) -> syn::Result<()> {
         "uncertain_attempts" => set!(uncertain_attempts, attempts(input, "uncertain_attempts")?),
         "budget" => set!(budget, static_path(input, "budget")?),
         "breaker" => set!(breaker, static_path(input, "breaker")?),
+        "before_wait" => set!(before_wait, static_path(input, "before_wait")?),
         "layers" => set!(layers, layers(input)?),
         "multiplier" => set!(multiplier, multiplier(input)?),
         "jitter" => set!(jitter, jitter(input)?),
@@ -214,6 +216,7 @@ fn example(key: &str) -> &'static str {
         "budget" => "`budget = NAME`, naming a `static NAME: persevere::RetryBudget`",
         "breaker" => "`breaker = NAME`, naming a `static NAME: persevere::CircuitBreaker`",
         "layers" => "`layers = \"innermost\"` or `layers = \"every\"`",
+        "before_wait" => "`before_wait = path::to::hook`, a `fn(&persevere::BeforeWait<'_, E>)`",
         "multiplier" => "e.g. `multiplier = 2` or `multiplier = 1.5`",
         "jitter" => "one of `jitter = \"none\"`, `\"full\"`, `\"equal\"`, `\"decorrelated\"`",
         "on" => "`on = transient`, `on = unsent`, or `on = path::to::predicate`",

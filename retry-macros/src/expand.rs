@@ -148,12 +148,13 @@ fn check_key(
     }
 }
 
-fn policy(args: &Args, krate: &Path, budget: &TokenStream) -> TokenStream {
+fn policy(args: &Args, krate: &Path, budget: &TokenStream, stats: &Ident) -> TokenStream {
     let duration = |d: std::time::Duration| {
         let (secs, nanos) = (d.as_secs(), d.subsec_nanos());
         quote!(#krate::__private::Duration::new(#secs, #nanos))
     };
-    let mut policy = quote!(#krate::__private::Policy::new().with_budget(#budget));
+    let mut policy =
+        quote!(#krate::__private::Policy::new().with_budget(#budget).with_stats(&#stats));
     if let Some(d) = args.deadline {
         let d = duration(d.value);
         policy.extend(quote!(.with_deadline(#d)));
@@ -255,6 +256,7 @@ fn generate(args: &Args, krate: &Path, plan: RetryFn, key_check: TokenStream) ->
     let hidden = |name: &str| Ident::new(name, Span::mixed_site());
     let policy_name = hidden("__PERSEVERE_POLICY");
     let budget_name = hidden("__PERSEVERE_BUDGET");
+    let stats_name = hidden("__PERSEVERE_STATS");
     let call = hidden("__persevere_call");
     let wait = hidden("__persevere_wait");
     let outcome = hidden("__persevere_outcome");
@@ -269,7 +271,13 @@ fn generate(args: &Args, krate: &Path, plan: RetryFn, key_check: TokenStream) ->
             quote!(&#budget_name),
         ),
     };
-    let policy = policy(args, krate, &budget);
+    let function = &plan.item.sig.ident;
+    let stats_static = quote! {
+        static #stats_name: #private::RetryStats = #private::RetryStats::new(
+            ::core::concat!(::core::module_path!(), "::", ::core::stringify!(#function)),
+        );
+    };
+    let policy = policy(args, krate, &budget, &stats_name);
     let classify = classifier(args, &plan, krate);
     let RetryFn {
         item,
@@ -325,6 +333,21 @@ fn generate(args: &Args, krate: &Path, plan: RetryFn, key_check: TokenStream) ->
                 #private::attempt_blocking(&#call, || -> #output #block);
         }
     };
+    // The events show the error by `Display`, else `Debug`, else its type's name; the
+    // choice needs the concrete type, so it is made here, by autoref.
+    let show = quote! {
+        |error| {
+            #[allow(unused_imports)]
+            use #private::{ShowDebug as _, ShowDisplay as _, ShowOpaque as _};
+            (&&&#private::Describe(error)).shown()
+        }
+    };
+    let hook = match &args.before_wait {
+        Some(path) => quote_spanned! {path.span()=>
+            #path(&#private::before_wait(&#call, &#outcome, #wait));
+        },
+        None => quote!(),
+    };
     let admit = match &args.breaker {
         Some(path) => {
             let admit = quote_spanned!(path.span()=> #private::admit::<#output, _>);
@@ -346,6 +369,7 @@ fn generate(args: &Args, krate: &Path, plan: RetryFn, key_check: TokenStream) ->
         #(#attrs)*
         #vis #sig {
             #budget_static
+            #stats_static
             static #policy_name: #private::Policy = #policy;
             #key_check
             let mut #call = #private::Retry::<#private::#clock>::start(&#policy_name);
@@ -354,8 +378,11 @@ fn generate(args: &Args, krate: &Path, plan: RetryFn, key_check: TokenStream) ->
                     #admit
                     #(#rebinds)*
                     #attempt
-                    match #decide(&mut #call, &#outcome, #classify) {
-                        ::core::option::Option::Some(#wait) => #wait,
+                    match #decide(&mut #call, &#outcome, #classify, #show) {
+                        ::core::option::Option::Some(#wait) => {
+                            #hook
+                            #wait
+                        }
                         ::core::option::Option::None => return #outcome.outcome,
                     }
                 };

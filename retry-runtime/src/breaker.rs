@@ -68,6 +68,8 @@ pub struct CircuitBreaker {
     calls: RollingCount,
     failures: RollingCount,
     opened: AtomicU64,
+    half_opened: AtomicU64,
+    closed: AtomicU64,
     rejected: AtomicU64,
 }
 
@@ -89,8 +91,13 @@ pub struct BreakerSnapshot {
     pub calls: u64,
     /// Failed attempts recorded in the failure-rate window.
     pub failures: u64,
-    /// How many times the breaker has opened.
+    /// How many times the breaker has opened (from closed, or from half-open after a
+    /// failed probe).
     pub opened: u64,
+    /// How many times it has gone from open to half-open.
+    pub half_opened: u64,
+    /// How many times a probe has closed it.
+    pub closed: u64,
     /// Calls refused while it was open or its probes were taken.
     pub rejected: u64,
 }
@@ -129,6 +136,8 @@ impl CircuitBreaker {
             calls: RollingCount::new(),
             failures: RollingCount::new(),
             opened: AtomicU64::new(0),
+            half_opened: AtomicU64::new(0),
+            closed: AtomicU64::new(0),
             rejected: AtomicU64::new(0),
         }
     }
@@ -204,33 +213,39 @@ impl CircuitBreaker {
                 .compare_exchange(current, next, Ordering::AcqRel, Ordering::Acquire)
                 .is_ok()
             {
+                if state_of(current) == OPEN {
+                    self.half_opened.fetch_add(1, Ordering::Relaxed);
+                }
                 return Ok(Permit::Probe);
             }
         }
     }
 
     /// Records the result of a permitted attempt at `now`: `healthy` unless it failed in
-    /// a way that a retry could fix (see the type's documentation).
-    pub fn record(&self, permit: Permit, healthy: bool, now: Instant) {
+    /// a way that a retry could fix (see the type's documentation). Returns the new state
+    /// if this result moved the breaker.
+    pub fn record(&self, permit: Permit, healthy: bool, now: Instant) -> Option<BreakerState> {
         match permit {
             Permit::Probe => {
-                let _ = self
-                    .state
+                let next = if healthy {
+                    word(CLOSED, 0)
+                } else {
+                    word(OPEN, 0)
+                };
+                self.state
                     .fetch_update(Ordering::AcqRel, Ordering::Acquire, |current| {
-                        (state_of(current) == HALF_OPEN).then_some(if healthy {
-                            word(CLOSED, 0)
-                        } else {
-                            word(OPEN, 0)
-                        })
+                        (state_of(current) == HALF_OPEN).then_some(next)
                     })
-                    .map(|_| {
-                        if healthy {
-                            self.calls.clear();
-                            self.failures.clear();
-                        } else {
-                            self.mark_opened(now);
-                        }
-                    });
+                    .ok()?;
+                if healthy {
+                    self.calls.clear();
+                    self.failures.clear();
+                    self.closed.fetch_add(1, Ordering::Relaxed);
+                    Some(BreakerState::Closed)
+                } else {
+                    self.mark_opened(now);
+                    Some(BreakerState::Open)
+                }
             }
             Permit::Closed => {
                 let epoch = self.epochs.epoch(now);
@@ -242,24 +257,20 @@ impl CircuitBreaker {
                                 (state_of(current) == CLOSED && count_of(current) != 0)
                                     .then_some(word(CLOSED, 0))
                             });
-                    return;
+                    return None;
                 }
                 self.failures.increment(epoch);
-                let Ok(previous) =
-                    self.state
-                        .fetch_update(Ordering::AcqRel, Ordering::Acquire, |current| {
-                            (state_of(current) == CLOSED).then_some(current + 1)
-                        })
-                else {
-                    return;
-                };
+                let previous = self
+                    .state
+                    .fetch_update(Ordering::AcqRel, Ordering::Acquire, |current| {
+                        (state_of(current) == CLOSED).then_some(current + 1)
+                    })
+                    .ok()?;
                 let in_a_row = count_of(previous) + 1;
-                if (self.consecutive_failures > 0
+                let tripped = (self.consecutive_failures > 0
                     && in_a_row >= u64::from(self.consecutive_failures))
-                    || self.rate_tripped(epoch)
-                {
-                    self.trip(now);
-                }
+                    || self.rate_tripped(epoch);
+                (tripped && self.trip(now)).then_some(BreakerState::Open)
             }
         }
     }
@@ -305,6 +316,8 @@ impl CircuitBreaker {
             calls: self.calls.sum(epoch),
             failures: self.failures.sum(epoch),
             opened: self.opened.load(Ordering::Relaxed),
+            half_opened: self.half_opened.load(Ordering::Relaxed),
+            closed: self.closed.load(Ordering::Relaxed),
             rejected: self.rejected.load(Ordering::Relaxed),
         }
     }
@@ -318,7 +331,8 @@ impl CircuitBreaker {
             && self.failures.sum(epoch).saturating_mul(PPM) >= self.rate_ppm.saturating_mul(calls)
     }
 
-    fn trip(&self, now: Instant) {
+    /// Opens a closed breaker: `true` if this call did it.
+    fn trip(&self, now: Instant) -> bool {
         let tripped = self
             .state
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |current| {
@@ -328,6 +342,7 @@ impl CircuitBreaker {
         if tripped {
             self.mark_opened(now);
         }
+        tripped
     }
 
     fn mark_opened(&self, now: Instant) {
@@ -428,7 +443,10 @@ mod tests {
         b.record(Permit::Probe, true, later);
         assert_eq!(b.state(later), BreakerState::Closed);
         let snap = b.snapshot(later);
-        assert_eq!((snap.opened, snap.rejected), (1, 2));
+        assert_eq!(
+            (snap.opened, snap.half_opened, snap.closed, snap.rejected),
+            (1, 1, 1, 2)
+        );
     }
 
     #[test]

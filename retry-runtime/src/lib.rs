@@ -16,6 +16,7 @@ mod budget;
 mod classify;
 pub mod deadline;
 mod driver;
+mod hook;
 #[cfg(feature = "http")]
 pub mod http;
 mod key;
@@ -26,6 +27,8 @@ mod policy;
 #[cfg(feature = "reqwest")]
 pub mod reqwest;
 mod rng;
+pub mod stats;
+pub mod telemetry;
 mod timeout;
 mod window;
 
@@ -35,7 +38,9 @@ pub use breaker::{BreakerSnapshot, BreakerState, CircuitBreaker, CircuitOpen, Pe
 pub use budget::{BudgetSnapshot, RetryBudget};
 pub use classify::{Class, Classify};
 pub use driver::{Clock, Retry, SystemClock, TokioClock, retry, retry_blocking};
+pub use hook::BeforeWait;
 pub use key::{IdempotencyKey, ParseKeyError};
 pub use policy::{Jitter, Nesting, Policy};
 pub use rng::seed_thread_rng;
+pub use stats::{RetryStats, StatsSnapshot};
 pub use timeout::AttemptTimedOut;

@@ -4,6 +4,7 @@
 //! this exact version. Each check here is a trait with a diagnostic that names the fix,
 //! so a misuse reads as advice at the user's own tokens.
 
+use std::fmt;
 use std::future::Future;
 
 pub use std::time::Duration;
@@ -12,8 +13,10 @@ pub use crate::breaker::{CircuitBreaker, CircuitOpen};
 pub use crate::budget::RetryBudget;
 pub use crate::classify::{Class, Classify};
 pub use crate::driver::{Clock, Retry, SystemClock, TokioClock};
+pub use crate::hook::BeforeWait;
 pub use crate::key::IdempotencyKey;
 pub use crate::policy::{Jitter, Nesting, Policy};
+pub use crate::stats::RetryStats;
 pub use crate::timeout::AttemptTimedOut;
 
 /// The return type of a retried function: a `Result`.
@@ -55,11 +58,13 @@ pub struct Attempt<R> {
 }
 
 /// After an attempt: `None` to return its outcome, or the wait before the next attempt.
+/// `show` gives the error's `Display` (or `Debug`, or its type) for the events.
 #[inline]
 pub fn decide<R: Outcome, C: Clock>(
     call: &mut Retry<'_, C>,
     attempt: &Attempt<R>,
     classify: impl FnOnce(&R::Err) -> Class,
+    show: for<'e> fn(&'e R::Err) -> Shown<'e>,
 ) -> Option<Duration> {
     let Some(error) = attempt.outcome.failure() else {
         call.after_success();
@@ -72,7 +77,86 @@ pub fn decide<R: Outcome, C: Clock>(
     } else {
         classify(error)
     };
-    call.after_failure(class, attempt.retried_inside)
+    call.after_failure(class, attempt.retried_inside, &show(error))
+}
+
+/// An error as the events show it: through `Display` if it has one, else `Debug`, else
+/// its type's name. Chosen in the generated code, where the type is known, by
+/// [`Describe`].
+pub enum Shown<'a> {
+    /// An error that implements `Display`.
+    Display(&'a dyn fmt::Display),
+    /// An error that implements `Debug` only.
+    Debug(&'a dyn fmt::Debug),
+    /// An error that implements neither: its type's name.
+    Opaque(&'static str),
+}
+
+impl fmt::Display for Shown<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Shown::Display(e) => e.fmt(f),
+            Shown::Debug(e) => e.fmt(f),
+            Shown::Opaque(name) => write!(f, "an error of type `{name}`"),
+        }
+    }
+}
+
+/// Picks how to show an error by autoref: `(&&&Describe(e)).shown()` resolves to the
+/// first of [`ShowDisplay`], [`ShowDebug`], [`ShowOpaque`] whose bound `e` meets.
+pub struct Describe<'a, T>(pub &'a T);
+
+/// Shows an error through its `Display`.
+pub trait ShowDisplay<'a> {
+    /// The error, shown.
+    fn shown(&self) -> Shown<'a>;
+}
+
+impl<'a, T: fmt::Display> ShowDisplay<'a> for &&Describe<'a, T> {
+    fn shown(&self) -> Shown<'a> {
+        Shown::Display(self.0)
+    }
+}
+
+/// Shows an error through its `Debug`.
+pub trait ShowDebug<'a> {
+    /// The error, shown.
+    fn shown(&self) -> Shown<'a>;
+}
+
+impl<'a, T: fmt::Debug> ShowDebug<'a> for &Describe<'a, T> {
+    fn shown(&self) -> Shown<'a> {
+        Shown::Debug(self.0)
+    }
+}
+
+/// Shows an error by its type's name.
+pub trait ShowOpaque<'a> {
+    /// The error, shown.
+    fn shown(&self) -> Shown<'a>;
+}
+
+impl<'a, T> ShowOpaque<'a> for Describe<'a, T> {
+    fn shown(&self) -> Shown<'a> {
+        Shown::Opaque(std::any::type_name::<T>())
+    }
+}
+
+/// What a `before_wait` hook is told before each wait.
+pub fn before_wait<'a, R: Outcome, C: Clock>(
+    call: &Retry<'_, C>,
+    attempt: &'a Attempt<R>,
+    wait: Duration,
+) -> BeforeWait<'a, R::Err> {
+    BeforeWait {
+        function: call.state().policy().name(),
+        attempt: call.state().attempts() - 1,
+        error: attempt
+            .outcome
+            .failure()
+            .expect("a wait follows a failed attempt"),
+        wait,
+    }
 }
 
 /// An error type that can say "the circuit breaker is open".
@@ -107,6 +191,17 @@ where
 /// Runs one attempt of an async function, as a layer that nested calls can see.
 #[inline]
 pub async fn attempt<F: Future, C: Clock>(call: &Retry<'_, C>, attempt: F) -> Attempt<F::Output> {
+    #[cfg(feature = "tracing")]
+    if let Some(span) = call.span() {
+        use tracing::Instrument;
+        let attempt = attempt.instrument(span.clone());
+        let (outcome, retried_inside) = crate::layer::run_async(call.deadline(), attempt).await;
+        return Attempt {
+            outcome,
+            retried_inside,
+            timed_out: false,
+        };
+    }
     let (outcome, retried_inside) = crate::layer::run_async(call.deadline(), attempt).await;
     Attempt {
         outcome,

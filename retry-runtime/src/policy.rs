@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use crate::breaker::CircuitBreaker;
 use crate::budget::RetryBudget;
+use crate::stats::RetryStats;
 
 /// The retry budget of policies that name none: one for the whole process. `#[retry]`
 /// gives each function its own instead.
@@ -91,6 +92,7 @@ pub struct Policy {
     nesting: Nesting,
     budget: &'static RetryBudget,
     breaker: Option<&'static CircuitBreaker>,
+    stats: Option<&'static RetryStats>,
 }
 
 impl Policy {
@@ -112,6 +114,7 @@ impl Policy {
         nesting: Nesting::Innermost,
         budget: &SHARED_BUDGET,
         breaker: None,
+        stats: None,
     };
 
     /// The default policy, [`Policy::DEFAULT`], to be adjusted with the `with_*` methods.
@@ -238,6 +241,27 @@ impl Policy {
     pub const fn with_breaker(mut self, breaker: &'static CircuitBreaker) -> Self {
         self.breaker = Some(breaker);
         self
+    }
+
+    /// Counts this policy's calls in `stats`, which also names them in events and
+    /// metrics. `#[retry]` gives each function its own.
+    pub const fn with_stats(mut self, stats: &'static RetryStats) -> Self {
+        self.stats = Some(stats);
+        self
+    }
+
+    /// Where this policy's calls are counted, if anywhere.
+    pub const fn stats(&self) -> Option<&'static RetryStats> {
+        self.stats
+    }
+
+    /// The name of the function this policy is for, from its statistics; `"retry"` for
+    /// a policy without.
+    pub fn name(&self) -> &'static str {
+        match self.stats {
+            Some(stats) => stats.name(),
+            None => "retry",
+        }
     }
 
     /// The circuit breaker attempts go through, if any.

@@ -1,0 +1,327 @@
+//! Retry statistics per function: the numbers to alert on are ratios, not single
+//! retries.
+//!
+//! Every `#[retry]` function keeps a [`RetryStats`] of its own, registered on its first
+//! call; [`all`] and [`get`] read them, and [`Report`] prints them as a table.
+
+use std::fmt;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Mutex, PoisonError};
+use std::time::Duration;
+
+use crate::attempt::GiveUp;
+
+/// Buckets of the attempts-to-success distribution: 1, 2, 3, 4, 5, 6-10, 11 or more.
+const BUCKETS: usize = 7;
+
+/// The upper bounds of the buckets, inclusive; the last is open.
+const BUCKET_TOPS: [u32; BUCKETS] = [1, 2, 3, 4, 5, 10, u32::MAX];
+
+const REASONS: usize = 8;
+
+/// The counters of one retried function. Lock-free: a call that succeeds at once adds
+/// one to one counter.
+#[derive(Debug)]
+pub struct RetryStats {
+    name: &'static str,
+    registered: AtomicBool,
+    /// Successful calls by the number of attempts they took.
+    succeeded: [AtomicU64; BUCKETS],
+    /// Attempts made by successful calls that took more than one.
+    retried_success_attempts: AtomicU64,
+    /// Failed calls by why they gave up.
+    failed: [AtomicU64; REASONS],
+    /// Attempts made by failed calls.
+    failed_attempts: AtomicU64,
+    /// Time spent waiting between attempts, in nanoseconds.
+    waited_nanos: AtomicU64,
+}
+
+/// A copy of a function's counters.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StatsSnapshot {
+    /// The function's path, e.g. `my_crate::api::fetch_user`.
+    pub function: &'static str,
+    /// Calls made.
+    pub requests: u64,
+    /// Attempts made, first attempts included.
+    pub attempts: u64,
+    /// Attempts beyond the first: `attempts - requests`.
+    pub retries: u64,
+    /// Calls that returned `Ok`.
+    pub succeeded: u64,
+    /// Successful calls by attempts taken: 1, 2, 3, 4, 5, 6 to 10, 11 or more.
+    pub attempts_to_success: [u64; BUCKETS],
+    /// Calls that returned an error, by why they stopped retrying.
+    pub failed: FailureCounts,
+    /// Time spent waiting between attempts.
+    pub waited: Duration,
+}
+
+/// Failed calls by why they stopped retrying; see [`GiveUp`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct FailureCounts {
+    /// The failure was permanent.
+    pub permanent: u64,
+    /// The attempts were exhausted (including the limit on uncertain failures).
+    pub attempts_exhausted: u64,
+    /// No time was left before the deadline.
+    pub deadline: u64,
+    /// The server asked for a wait beyond `max_retry_after`.
+    pub retry_after_too_long: u64,
+    /// The retry budget refused the retry.
+    pub budget_refused: u64,
+    /// A nested `#[retry]` call had already retried the failure.
+    pub retried_inside: u64,
+    /// The circuit breaker was open.
+    pub circuit_open: u64,
+}
+
+impl FailureCounts {
+    /// All failed calls.
+    pub fn total(&self) -> u64 {
+        self.permanent
+            + self.attempts_exhausted
+            + self.deadline
+            + self.retry_after_too_long
+            + self.budget_refused
+            + self.retried_inside
+            + self.circuit_open
+    }
+}
+
+impl StatsSnapshot {
+    /// Retries per call: 0.0 when nothing fails; a rise is the signal to alert on.
+    pub fn retry_ratio(&self) -> f64 {
+        if self.requests == 0 {
+            0.0
+        } else {
+            self.retries as f64 / self.requests as f64
+        }
+    }
+}
+
+fn reason_index(reason: GiveUp) -> usize {
+    match reason {
+        GiveUp::Permanent => 0,
+        GiveUp::AttemptsExhausted => 1,
+        GiveUp::DeadlineExceeded => 2,
+        GiveUp::RetryAfterTooLong => 3,
+        GiveUp::BudgetExhausted => 4,
+        GiveUp::RetriedInside => 5,
+        GiveUp::CircuitOpen => 6,
+        GiveUp::UncertainExhausted => 7,
+    }
+}
+
+static REGISTRY: Mutex<Vec<&'static RetryStats>> = Mutex::new(Vec::new());
+
+impl RetryStats {
+    /// Counters for the function `name`.
+    pub const fn new(name: &'static str) -> Self {
+        Self {
+            name,
+            registered: AtomicBool::new(false),
+            succeeded: [const { AtomicU64::new(0) }; BUCKETS],
+            retried_success_attempts: AtomicU64::new(0),
+            failed: [const { AtomicU64::new(0) }; REASONS],
+            failed_attempts: AtomicU64::new(0),
+            waited_nanos: AtomicU64::new(0),
+        }
+    }
+
+    /// The function's path.
+    pub fn name(&self) -> &'static str {
+        self.name
+    }
+
+    /// Makes these counters visible to [`all`] and [`get`]; done on a function's first
+    /// call.
+    #[inline]
+    pub fn register(&'static self) {
+        if !self.registered.load(Ordering::Acquire) {
+            self.register_slow();
+        }
+    }
+
+    #[cold]
+    fn register_slow(&'static self) {
+        let mut registry = REGISTRY.lock().unwrap_or_else(PoisonError::into_inner);
+        if !self.registered.swap(true, Ordering::AcqRel) {
+            registry.push(self);
+        }
+    }
+
+    /// Records a call that succeeded after `attempts` attempts.
+    #[inline]
+    pub fn record_success(&self, attempts: u32) {
+        let bucket = BUCKET_TOPS
+            .iter()
+            .position(|&top| attempts <= top)
+            .unwrap_or(BUCKETS - 1);
+        self.succeeded[bucket].fetch_add(1, Ordering::Relaxed);
+        if attempts > 1 {
+            self.retried_success_attempts
+                .fetch_add(u64::from(attempts), Ordering::Relaxed);
+        }
+    }
+
+    /// Records a call that gave up after `attempts` attempts.
+    pub fn record_failure(&self, attempts: u32, reason: GiveUp) {
+        self.failed[reason_index(reason)].fetch_add(1, Ordering::Relaxed);
+        self.failed_attempts
+            .fetch_add(u64::from(attempts), Ordering::Relaxed);
+    }
+
+    /// Records a wait between attempts.
+    pub fn record_wait(&self, wait: Duration) {
+        let nanos = u64::try_from(wait.as_nanos()).unwrap_or(u64::MAX);
+        self.waited_nanos.fetch_add(nanos, Ordering::Relaxed);
+    }
+
+    /// A copy of the counters. Each counter is read once, without a lock, so a snapshot
+    /// taken while calls run may be a few calls out between counters.
+    pub fn snapshot(&self) -> StatsSnapshot {
+        let load = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        let attempts_to_success: [u64; BUCKETS] = std::array::from_fn(|i| load(&self.succeeded[i]));
+        let succeeded: u64 = attempts_to_success.iter().sum();
+        let f: [u64; REASONS] = std::array::from_fn(|i| load(&self.failed[i]));
+        let failed = FailureCounts {
+            permanent: f[0],
+            attempts_exhausted: f[1] + f[7],
+            deadline: f[2],
+            retry_after_too_long: f[3],
+            budget_refused: f[4],
+            retried_inside: f[5],
+            circuit_open: f[6],
+        };
+        let requests = succeeded + failed.total();
+        let attempts = attempts_to_success[0]
+            + load(&self.retried_success_attempts)
+            + load(&self.failed_attempts);
+        StatsSnapshot {
+            function: self.name,
+            requests,
+            attempts,
+            retries: attempts.saturating_sub(requests),
+            succeeded,
+            attempts_to_success,
+            failed,
+            waited: Duration::from_nanos(load(&self.waited_nanos)),
+        }
+    }
+}
+
+/// Snapshots of every retried function called so far, in the order of their first
+/// calls.
+pub fn all() -> Report {
+    let registry = REGISTRY.lock().unwrap_or_else(PoisonError::into_inner);
+    Report(registry.iter().map(|s| s.snapshot()).collect())
+}
+
+/// The snapshot of the function whose path is `function` (e.g.
+/// `"my_crate::api::fetch_user"`) or ends with `::function` (e.g. `"fetch_user"`), if it
+/// has been called.
+pub fn get(function: &str) -> Option<StatsSnapshot> {
+    let registry = REGISTRY.lock().unwrap_or_else(PoisonError::into_inner);
+    registry
+        .iter()
+        .find(|s| {
+            s.name == function
+                || s.name
+                    .strip_suffix(function)
+                    .is_some_and(|prefix| prefix.ends_with("::"))
+        })
+        .map(|s| s.snapshot())
+}
+
+/// Snapshots of several functions, printed as a table by `Display`:
+///
+/// ```text
+/// function                 requests  attempts  retries  ratio   ok  failed  1st  2nd  3rd+  waited
+/// shop::inventory::stock        120       131       11   0.09  118       2  112    4     2  2.410s
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Report(pub Vec<StatsSnapshot>);
+
+impl fmt::Display for Report {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let width = self
+            .0
+            .iter()
+            .map(|s| s.function.len())
+            .max()
+            .unwrap_or(0)
+            .max("function".len());
+        writeln!(
+            f,
+            "{:<width$}  {:>8}  {:>8}  {:>7}  {:>5}  {:>8}  {:>6}  {:>8}  {:>8}  {:>8}  {:>9}",
+            "function",
+            "requests",
+            "attempts",
+            "retries",
+            "ratio",
+            "ok",
+            "failed",
+            "1st try",
+            "2nd try",
+            "3rd+ try",
+            "waited"
+        )?;
+        for s in &self.0 {
+            let later: u64 = s.attempts_to_success[2..].iter().sum();
+            writeln!(
+                f,
+                "{:<width$}  {:>8}  {:>8}  {:>7}  {:>5.2}  {:>8}  {:>6}  {:>8}  {:>8}  {:>8}  {:>8.3}s",
+                s.function,
+                s.requests,
+                s.attempts,
+                s.retries,
+                s.retry_ratio(),
+                s.succeeded,
+                s.failed.total(),
+                s.attempts_to_success[0],
+                s.attempts_to_success[1],
+                later,
+                s.waited.as_secs_f64(),
+            )?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_add_up() {
+        static STATS: RetryStats = RetryStats::new("tests::counts_add_up");
+        STATS.register();
+        STATS.register();
+        for _ in 0..10 {
+            STATS.record_success(1);
+        }
+        STATS.record_success(3);
+        STATS.record_success(12);
+        STATS.record_failure(4, GiveUp::AttemptsExhausted);
+        STATS.record_failure(1, GiveUp::Permanent);
+        STATS.record_wait(Duration::from_millis(250));
+        let s = STATS.snapshot();
+        assert_eq!(s.requests, 14);
+        assert_eq!(s.attempts, 10 + 3 + 12 + 4 + 1);
+        assert_eq!(s.retries, 30 - 14);
+        assert_eq!(s.succeeded, 12);
+        assert_eq!(s.attempts_to_success, [10, 0, 1, 0, 0, 0, 1]);
+        assert_eq!(s.failed.attempts_exhausted, 1);
+        assert_eq!(s.failed.permanent, 1);
+        assert_eq!(s.waited, Duration::from_millis(250));
+        assert!((s.retry_ratio() - 16.0 / 14.0).abs() < 1e-9);
+        assert_eq!(get("counts_add_up"), Some(s.clone()));
+        assert_eq!(get("tests::counts_add_up"), Some(s.clone()));
+        assert_eq!(get("add_up"), None);
+        let table = Report(vec![s]).to_string();
+        assert!(table.contains("tests::counts_add_up"), "{table}");
+        assert_eq!(table.lines().count(), 2);
+    }
+}

@@ -1,0 +1,232 @@
+//! Events and metrics for retried calls, each behind its cargo feature.
+//!
+//! # Tracing (feature `tracing`, on by default)
+//!
+//! Events have the target `persevere`. A call that fails once opens a span `retry`
+//! (fields `function`, `deadline_ms`, `max_attempts`, `jitter`) that covers its
+//! later attempts and events, so what an attempt logs is tied to its call; a call that
+//! succeeds at once makes no span and no event.
+//!
+//! | event | level | fields |
+//! | --- | --- | --- |
+//! | an attempt failed and will be retried | `DEBUG` | `attempt`, `error` (its `Display`), `class`, `wait_ms` |
+//! | a call succeeded after retries | `DEBUG` | `attempts`, `elapsed_ms` |
+//! | a call gave up: attempts or uncertain attempts exhausted, deadline, `Retry-After` too long, budget spent | `WARN` | `attempts`, `elapsed_ms`, `reason`, `error` |
+//! | a call gave up: permanent error, breaker open, already retried by a nested call | `DEBUG` | the same |
+//! | a circuit breaker opened | `WARN` | `function` |
+//! | a circuit breaker closed | `INFO` | `function` |
+//!
+//! Why these levels: a single retried failure is routine and says little, so it is
+//! `DEBUG`; alert on the retry ratio (see [`crate::stats`]) instead. A call that retries
+//! and still fails is the signal that retrying did not help, so it is `WARN`. A permanent
+//! error is the caller's to report, with its own context; logging it here too would
+//! report it twice.
+//!
+//! # Metrics (feature `metrics`)
+//!
+//! Through the [`metrics`](https://docs.rs/metrics) facade, each with the label
+//! `function` (the function's path):
+//!
+//! | name | kind | meaning |
+//! | --- | --- | --- |
+//! | `persevere_calls_total` | counter | calls, with label `outcome` = `ok` or `error` |
+//! | `persevere_attempts_total` | counter | attempts, first ones included |
+//! | `persevere_retries_total` | counter | attempts beyond the first |
+//! | `persevere_give_ups_total` | counter | failed calls, with label `reason` |
+//! | `persevere_budget_refusals_total` | counter | retries the budget refused |
+//! | `persevere_breaker_transitions_total` | counter | breaker moves, with label `to` = `open` or `closed` |
+//! | `persevere_wait_seconds` | histogram | each wait between attempts |
+//! | `persevere_attempts_per_success` | histogram | attempts a successful call took |
+//!
+//! With no recorder installed, each costs one atomic load.
+
+use std::fmt;
+use std::time::Duration;
+
+use crate::attempt::GiveUp;
+use crate::breaker::BreakerState;
+use crate::classify::Class;
+use crate::policy::Policy;
+
+/// The span of a call that has failed at least once; `None` when no subscriber wants it.
+#[cfg(feature = "tracing")]
+pub(crate) type CallSpan = Option<Box<tracing::Span>>;
+#[cfg(not(feature = "tracing"))]
+pub(crate) type CallSpan = ();
+
+/// The span for a call under `policy`, made at its first failure.
+#[cfg(feature = "tracing")]
+pub(crate) fn open_span(policy: &Policy) -> CallSpan {
+    let span = tracing::debug_span!(
+        target: "persevere",
+        "retry",
+        function = policy.name(),
+        deadline_ms = policy.deadline().as_millis() as u64,
+        max_attempts = policy.attempts(),
+        jitter = ?policy.jitter(),
+    );
+    (!span.is_disabled()).then(|| Box::new(span))
+}
+
+#[cfg(not(feature = "tracing"))]
+pub(crate) fn open_span(_policy: &Policy) -> CallSpan {}
+
+/// Runs `f` inside the call's span, if it has one.
+#[inline]
+fn in_span(span: &CallSpan, f: impl FnOnce()) {
+    #[cfg(feature = "tracing")]
+    if let Some(span) = span {
+        return span.in_scope(f);
+    }
+    let _ = span;
+    f()
+}
+
+/// An attempt failed and the call will wait `wait` before the next.
+pub(crate) fn retrying(
+    policy: &Policy,
+    span: &CallSpan,
+    attempt: u32,
+    error: &dyn fmt::Display,
+    class: Class,
+    wait: Duration,
+) {
+    in_span(span, || {
+        #[cfg(feature = "tracing")]
+        tracing::debug!(
+            target: "persevere",
+            attempt,
+            error = %error,
+            class = ?class,
+            wait_ms = wait.as_millis() as u64,
+            "attempt failed; retrying"
+        );
+    });
+    #[cfg(feature = "metrics")]
+    {
+        let function = policy.name();
+        metrics::counter!("persevere_attempts_total", "function" => function).increment(1);
+        metrics::counter!("persevere_retries_total", "function" => function).increment(1);
+        metrics::histogram!("persevere_wait_seconds", "function" => function)
+            .record(wait.as_secs_f64());
+    }
+    let _ = (policy, attempt, error, class, wait);
+}
+
+/// A call succeeded at its attempt number `attempts`.
+#[inline]
+pub(crate) fn succeeded(policy: &Policy, span: &CallSpan, attempts: u32, elapsed: Duration) {
+    if attempts > 1 {
+        in_span(span, || {
+            #[cfg(feature = "tracing")]
+            tracing::debug!(
+                target: "persevere",
+                attempts,
+                elapsed_ms = elapsed.as_millis() as u64,
+                "succeeded after retrying"
+            );
+        });
+    }
+    #[cfg(feature = "metrics")]
+    {
+        let function = policy.name();
+        metrics::counter!("persevere_attempts_total", "function" => function).increment(1);
+        metrics::counter!("persevere_calls_total", "function" => function, "outcome" => "ok")
+            .increment(1);
+        metrics::histogram!("persevere_attempts_per_success", "function" => function)
+            .record(f64::from(attempts));
+    }
+    let _ = (policy, elapsed);
+}
+
+/// A call gave up after `attempts` attempts.
+pub(crate) fn gave_up(
+    policy: &Policy,
+    span: &CallSpan,
+    attempts: u32,
+    elapsed: Duration,
+    reason: GiveUp,
+    error: Option<&dyn fmt::Display>,
+) {
+    in_span(span, || {
+        #[cfg(feature = "tracing")]
+        {
+            let alarming = is_alarming(reason);
+            let error = error.map(tracing::field::display);
+            let elapsed_ms = elapsed.as_millis() as u64;
+            let reason = tracing::field::display(reason);
+            if alarming {
+                tracing::warn!(target: "persevere", function = policy.name(), attempts, elapsed_ms, %reason, error, "gave up");
+            } else {
+                tracing::debug!(target: "persevere", function = policy.name(), attempts, elapsed_ms, %reason, error, "gave up");
+            }
+        }
+    });
+    #[cfg(feature = "metrics")]
+    {
+        let function = policy.name();
+        if error.is_some() {
+            metrics::counter!("persevere_attempts_total", "function" => function).increment(1);
+        }
+        metrics::counter!("persevere_calls_total", "function" => function, "outcome" => "error")
+            .increment(1);
+        metrics::counter!("persevere_give_ups_total", "function" => function, "reason" => reason_label(reason))
+            .increment(1);
+        if reason == GiveUp::BudgetExhausted {
+            metrics::counter!("persevere_budget_refusals_total", "function" => function)
+                .increment(1);
+        }
+    }
+    let _ = (policy, attempts, elapsed, reason, error);
+}
+
+/// A call's result moved its circuit breaker to `state`.
+pub(crate) fn breaker_moved(policy: &Policy, state: BreakerState) {
+    #[cfg(feature = "tracing")]
+    match state {
+        BreakerState::Open => {
+            tracing::warn!(target: "persevere", function = policy.name(), "circuit breaker opened")
+        }
+        BreakerState::Closed => {
+            tracing::info!(target: "persevere", function = policy.name(), "circuit breaker closed")
+        }
+        BreakerState::HalfOpen => {}
+    }
+    #[cfg(feature = "metrics")]
+    {
+        let to = match state {
+            BreakerState::Open => "open",
+            BreakerState::Closed => "closed",
+            BreakerState::HalfOpen => "half_open",
+        };
+        metrics::counter!("persevere_breaker_transitions_total", "function" => policy.name(), "to" => to)
+            .increment(1);
+    }
+    let _ = (policy, state);
+}
+
+#[cfg(feature = "tracing")]
+fn is_alarming(reason: GiveUp) -> bool {
+    matches!(
+        reason,
+        GiveUp::AttemptsExhausted
+            | GiveUp::UncertainExhausted
+            | GiveUp::DeadlineExceeded
+            | GiveUp::RetryAfterTooLong
+            | GiveUp::BudgetExhausted
+    )
+}
+
+/// The `reason` label of `persevere_give_ups_total`.
+pub fn reason_label(reason: GiveUp) -> &'static str {
+    match reason {
+        GiveUp::Permanent => "permanent",
+        GiveUp::AttemptsExhausted => "attempts_exhausted",
+        GiveUp::UncertainExhausted => "uncertain_exhausted",
+        GiveUp::DeadlineExceeded => "deadline",
+        GiveUp::RetryAfterTooLong => "retry_after_too_long",
+        GiveUp::BudgetExhausted => "budget_refused",
+        GiveUp::RetriedInside => "retried_inside",
+        GiveUp::CircuitOpen => "circuit_open",
+    }
+}
