@@ -1,0 +1,336 @@
+//! Observability: the events a retried call emits, its statistics, its metrics, and the
+//! before-wait hook.
+
+use std::collections::BTreeMap;
+use std::io;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use metrics_util::debugging::{DebugValue, DebuggingRecorder};
+use persevere::{BeforeWait, RetryBudget, idempotent, retry, stats};
+use tracing::field::{Field, Visit};
+use tracing::{Event, Level, Subscriber};
+use tracing_subscriber::layer::{Context, SubscriberExt};
+use tracing_subscriber::registry::LookupSpan;
+
+static UNLIMITED: RetryBudget = RetryBudget::unlimited();
+
+/// One captured event: its level, message, fields, and the names of its spans.
+#[derive(Debug, Clone)]
+struct Captured {
+    level: Level,
+    fields: BTreeMap<String, String>,
+    spans: Vec<String>,
+}
+
+#[derive(Clone, Default)]
+struct Capture(Arc<Mutex<Vec<Captured>>>);
+
+struct Fields<'a>(&'a mut BTreeMap<String, String>);
+
+impl Visit for Fields<'_> {
+    fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
+        self.0.insert(field.name().to_owned(), format!("{value:?}"));
+    }
+    fn record_str(&mut self, field: &Field, value: &str) {
+        self.0.insert(field.name().to_owned(), value.to_owned());
+    }
+}
+
+impl<S: Subscriber + for<'a> LookupSpan<'a>> tracing_subscriber::Layer<S> for Capture {
+    fn on_event(&self, event: &Event<'_>, ctx: Context<'_, S>) {
+        let mut fields = BTreeMap::new();
+        event.record(&mut Fields(&mut fields));
+        let spans = ctx
+            .event_scope(event)
+            .map(|scope| scope.map(|s| s.name().to_owned()).collect())
+            .unwrap_or_default();
+        self.0.lock().unwrap().push(Captured {
+            level: *event.metadata().level(),
+            fields,
+            spans,
+        });
+    }
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .start_paused(true)
+        .build()
+        .unwrap()
+}
+
+/// Runs `f` on a paused current-thread runtime with a capturing subscriber.
+fn captured<T>(f: impl std::future::Future<Output = T>) -> (T, Vec<Captured>) {
+    let capture = Capture::default();
+    let subscriber = tracing_subscriber::registry().with(capture.clone());
+    let out = tracing::subscriber::with_default(subscriber, || runtime().block_on(f));
+    let events = capture.0.lock().unwrap().clone();
+    (out, events)
+}
+
+#[derive(Debug)]
+struct Flaky(&'static str);
+
+impl std::fmt::Display for Flaky {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "flaky: {}", self.0)
+    }
+}
+
+impl persevere::Classify for Flaky {
+    fn classify(&self) -> persevere::Class {
+        persevere::Class::Transient
+    }
+}
+
+static TWICE: AtomicU32 = AtomicU32::new(0);
+
+#[retry(base = "100ms", jitter = "none", budget = UNLIMITED)]
+#[idempotent]
+async fn fails_twice() -> Result<u32, Flaky> {
+    match TWICE.fetch_add(1, Ordering::SeqCst) {
+        0 => Err(Flaky("first")),
+        1 => Err(Flaky("second")),
+        n => Ok(n + 1),
+    }
+}
+
+#[test]
+fn each_failed_attempt_is_an_event_in_the_calls_span() {
+    let (out, events) = captured(fails_twice());
+    assert_eq!(out.unwrap(), 3);
+    let retrying: Vec<_> = events
+        .iter()
+        .filter(|e| e.fields.get("message").map(String::as_str) == Some("attempt failed; retrying"))
+        .collect();
+    assert_eq!(retrying.len(), 2, "{events:#?}");
+    for (event, (attempt, error, wait)) in retrying
+        .iter()
+        .zip([("1", "flaky: first", "100"), ("2", "flaky: second", "200")])
+    {
+        assert_eq!(event.level, Level::DEBUG);
+        assert_eq!(event.fields["attempt"], attempt);
+        assert_eq!(event.fields["error"], error);
+        assert_eq!(event.fields["class"], "Transient");
+        assert_eq!(event.fields["wait_ms"], wait);
+        assert_eq!(event.spans, ["retry"]);
+    }
+    let done: Vec<_> = events
+        .iter()
+        .filter(|e| e.fields.get("message").map(String::as_str) == Some("succeeded after retrying"))
+        .collect();
+    assert_eq!(done.len(), 1);
+    assert_eq!(done[0].fields["attempts"], "3");
+    assert_eq!(done[0].fields["elapsed_ms"], "300");
+}
+
+static ONCE_OK: AtomicU32 = AtomicU32::new(0);
+
+#[retry(budget = UNLIMITED)]
+#[idempotent]
+async fn succeeds_at_once() -> Result<u32, Flaky> {
+    ONCE_OK.fetch_add(1, Ordering::SeqCst);
+    Ok(1)
+}
+
+#[test]
+fn a_call_that_succeeds_at_once_emits_nothing() {
+    let (out, events) = captured(succeeds_at_once());
+    assert_eq!(out.unwrap(), 1);
+    assert!(events.is_empty(), "{events:#?}");
+}
+
+#[retry(attempts = 3, base = "10ms", budget = UNLIMITED)]
+#[idempotent]
+async fn always_reset() -> io::Result<()> {
+    Err(io::ErrorKind::ConnectionReset.into())
+}
+
+#[retry(budget = UNLIMITED)]
+#[idempotent]
+async fn not_found() -> io::Result<()> {
+    Err(io::ErrorKind::NotFound.into())
+}
+
+#[test]
+fn giving_up_is_one_event_with_its_reason_and_level() {
+    let (out, events) = captured(always_reset());
+    assert_eq!(out.unwrap_err().kind(), io::ErrorKind::ConnectionReset);
+    let gave_up: Vec<_> = events
+        .iter()
+        .filter(|e| e.fields.get("message").map(String::as_str) == Some("gave up"))
+        .collect();
+    assert_eq!(gave_up.len(), 1);
+    let e = gave_up[0];
+    assert_eq!(e.level, Level::WARN);
+    assert_eq!(e.fields["reason"], "the attempts are exhausted");
+    assert_eq!(e.fields["attempts"], "3");
+    assert_eq!(e.fields["error"], "connection reset");
+    assert!(e.fields["function"].ends_with("telemetry::always_reset"));
+
+    // A permanent failure is the caller's to report: one DEBUG event, outside any span.
+    let (out, events) = captured(not_found());
+    assert!(out.is_err());
+    assert_eq!(events.len(), 1, "{events:#?}");
+    assert_eq!(events[0].level, Level::DEBUG);
+    assert_eq!(events[0].fields["reason"], "the failure is permanent");
+    assert!(events[0].spans.is_empty());
+}
+
+// A type with neither Display nor Debug is still shown, by its name.
+struct Mute;
+
+impl persevere::Classify for Mute {
+    fn classify(&self) -> persevere::Class {
+        persevere::Class::Transient
+    }
+}
+
+#[retry(attempts = 2, base = "1ms", budget = UNLIMITED)]
+#[idempotent]
+async fn mute() -> Result<(), Mute> {
+    Err(Mute)
+}
+
+#[test]
+fn errors_without_display_are_shown_by_type() {
+    let (_, events) = captured(mute());
+    assert_eq!(
+        events[0].fields["error"], "an error of type `telemetry::Mute`",
+        "{events:#?}"
+    );
+}
+
+static SCRIPT: Mutex<Vec<Result<(), io::ErrorKind>>> = Mutex::new(Vec::new());
+
+#[retry(attempts = 4, base = "100ms", jitter = "none", budget = UNLIMITED)]
+#[idempotent]
+async fn scripted() -> io::Result<()> {
+    SCRIPT.lock().unwrap().remove(0).map_err(io::Error::from)
+}
+
+#[test]
+fn statistics_match_a_scripted_sequence_exactly() {
+    use io::ErrorKind::{ConnectionReset as T, NotFound as P};
+    *SCRIPT.lock().unwrap() = vec![
+        Ok(()), // call 1: first try
+        Ok(()), // call 2: first try
+        Err(T), // call 3: second try
+        Ok(()),
+        Err(T), // call 4: third try
+        Err(T),
+        Ok(()),
+        Err(P), // call 5: permanent
+        Err(T), // call 6: exhausted after 4
+        Err(T),
+        Err(T),
+        Err(T),
+    ];
+    let rt = runtime();
+    let outcomes: Vec<bool> = (0..6).map(|_| rt.block_on(scripted()).is_ok()).collect();
+    assert_eq!(outcomes, [true, true, true, true, false, false]);
+    assert!(SCRIPT.lock().unwrap().is_empty());
+
+    let s = stats::get("telemetry::scripted").expect("registered on first call");
+    assert_eq!(s.requests, 6);
+    assert_eq!(s.attempts, 1 + 1 + 2 + 3 + 1 + 4);
+    assert_eq!(s.retries, 6);
+    assert_eq!(s.succeeded, 4);
+    assert_eq!(s.attempts_to_success, [2, 1, 1, 0, 0, 0, 0]);
+    assert_eq!(s.failed.permanent, 1);
+    assert_eq!(s.failed.attempts_exhausted, 1);
+    assert_eq!(s.failed.total(), 2);
+    // Waits: 100 (call 3), 100 + 200 (call 4), 100 + 200 + 400 (call 6).
+    assert_eq!(s.waited, Duration::from_millis(1100));
+    assert!((s.retry_ratio() - 1.0).abs() < 1e-9);
+    let table = stats::all().to_string();
+    assert!(
+        table.lines().any(|l| l.contains("telemetry::scripted")),
+        "{table}"
+    );
+}
+
+static HOOKED: Mutex<Vec<(u32, String, Duration)>> = Mutex::new(Vec::new());
+
+fn remember(event: &BeforeWait<'_, io::Error>) {
+    assert!(event.function.ends_with("::hooked"));
+    HOOKED
+        .lock()
+        .unwrap()
+        .push((event.attempt, event.error.to_string(), event.wait));
+}
+
+#[retry(attempts = 3, base = "50ms", jitter = "none", before_wait = remember, budget = UNLIMITED)]
+#[idempotent]
+async fn hooked() -> io::Result<()> {
+    Err(io::ErrorKind::TimedOut.into())
+}
+
+#[test]
+fn the_hook_runs_before_each_wait() {
+    runtime().block_on(hooked()).unwrap_err();
+    let seen = HOOKED.lock().unwrap().clone();
+    assert_eq!(
+        seen,
+        [
+            (1, "timed out".to_owned(), Duration::from_millis(50)),
+            (2, "timed out".to_owned(), Duration::from_millis(100)),
+        ]
+    );
+}
+
+static METERED: AtomicU32 = AtomicU32::new(0);
+
+#[retry(attempts = 3, base = "10ms", jitter = "none", budget = UNLIMITED)]
+#[idempotent]
+async fn metered() -> io::Result<()> {
+    if METERED.fetch_add(1, Ordering::SeqCst) < 1 {
+        Err(io::ErrorKind::ConnectionReset.into())
+    } else {
+        Ok(())
+    }
+}
+
+#[test]
+fn metrics_have_conventional_names_and_a_function_label() {
+    let recorder = DebuggingRecorder::new();
+    let snapshotter = recorder.snapshotter();
+    metrics::with_local_recorder(&recorder, || {
+        let rt = runtime();
+        rt.block_on(metered()).unwrap();
+        rt.block_on(metered()).unwrap();
+    });
+    let mut seen = BTreeMap::new();
+    for (key, _, _, value) in snapshotter.snapshot().into_vec() {
+        let key = key.key();
+        let labels: Vec<String> = key
+            .labels()
+            .map(|l| format!("{}={}", l.key(), l.value()))
+            .collect();
+        assert!(
+            labels
+                .iter()
+                .any(|l| l.starts_with("function=") && l.ends_with("::metered")),
+            "{labels:?}"
+        );
+        let value = match value {
+            DebugValue::Counter(n) => n as f64,
+            DebugValue::Histogram(values) => values.iter().map(|v| v.into_inner()).sum(),
+            DebugValue::Gauge(g) => g.into_inner(),
+        };
+        // Keyed by name and the labels other than `function`, e.g. "calls outcome=ok".
+        let name = std::iter::once(key.name().to_owned())
+            .chain(labels.into_iter().filter(|l| !l.starts_with("function=")))
+            .collect::<Vec<_>>()
+            .join(" ");
+        seen.insert(name, value);
+    }
+    assert_eq!(seen["persevere_attempts_total"], 3.0);
+    assert_eq!(seen["persevere_retries_total"], 1.0);
+    assert_eq!(seen["persevere_calls_total outcome=ok"], 2.0);
+    assert_eq!(seen["persevere_wait_seconds"], 0.01);
+    assert_eq!(seen["persevere_attempts_per_success"], 3.0);
+}
