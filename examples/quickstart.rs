@@ -2,7 +2,8 @@
 //!
 //! Run it with `cargo run --example quickstart`. Each attempt prints when it started; the
 //! gaps between them are the backoff waits (200 ms, then 400 ms, each with full jitter,
-//! so anywhere from zero up to that).
+//! so anywhere from zero up to that). persevere's own events (target `persevere`) are
+//! printed through `tracing-subscriber`, and the function's statistics at the end.
 
 use std::io;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -37,6 +38,13 @@ impl Inventory {
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> io::Result<()> {
+    // Show persevere's DEBUG events: each failed attempt with its error and next wait.
+    tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::DEBUG)
+        .without_time()
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stdout()))
+        .init();
+
     let inventory = Inventory {
         calls: AtomicU32::new(0),
         started: Instant::now(),
@@ -47,5 +55,6 @@ async fn main() -> io::Result<()> {
         inventory.calls.load(Ordering::SeqCst),
         inventory.started.elapsed().as_millis()
     );
+    println!("\n{}", persevere::stats::all());
     Ok(())
 }
