@@ -96,6 +96,20 @@ pub(crate) async fn with_deadline<F: Future>(deadline: Option<Instant>, fut: F) 
     output
 }
 
+/// `fut` with `deadline`, cut at any enclosing deadline, as the deadline of everything
+/// inside it: a nameable future, for a tower service to return.
+#[cfg(feature = "tower")]
+pub(crate) fn scoped<F: Future>(
+    deadline: Option<Instant>,
+    fut: F,
+) -> tokio::task::futures::TaskLocalFuture<Layer, F> {
+    let layer = Layer {
+        deadline: earliest(deadline, enclosing_deadline()),
+        inner_failed: Cell::new(false),
+    };
+    TASK_LAYER.scope(layer, fut)
+}
+
 /// The earlier of two optional deadlines, `None` meaning none.
 pub(crate) fn earliest(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
     match (a, b) {

@@ -27,9 +27,13 @@ mod policy;
 #[cfg(feature = "reqwest")]
 pub mod reqwest;
 mod rng;
+#[cfg(feature = "rusqlite")]
+pub mod rusqlite;
 pub mod stats;
 pub mod telemetry;
 mod timeout;
+#[cfg(feature = "tower")]
+pub mod tower;
 mod window;
 
 pub use attempt::{GiveUp, RetryState, Step};
