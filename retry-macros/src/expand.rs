@@ -49,6 +49,18 @@ pub fn retry(args: TokenStream, item: TokenStream) -> TokenStream {
     }
 }
 
+/// `krate::__private` with every token at `span`, so that an error the compiler reports
+/// on a call through it points at the user's token rather than at the attribute.
+pub fn private_at(krate: &Path, span: Span) -> TokenStream {
+    quote!(#krate::__private)
+        .into_iter()
+        .map(|mut token| {
+            token.set_span(span);
+            token
+        })
+        .collect()
+}
+
 fn with_item(errors: syn::Error, item: TokenStream) -> TokenStream {
     let errors = errors.to_compile_error();
     quote! { #errors #item }
@@ -124,9 +136,12 @@ fn check_key(
 ) -> Option<TokenStream> {
     let key = args.key.as_ref()?;
     match plan.named.iter().find(|(name, _)| name == key) {
-        Some((name, ty)) => Some(quote_spanned! {ty.span()=>
-            #krate::__private::idempotency_key(&#name);
-        }),
+        Some((name, ty)) => {
+            let private = private_at(krate, ty.span());
+            Some(quote_spanned! {ty.span()=>
+                #private::idempotency_key(&#name);
+            })
+        }
         None => {
             let names: Vec<String> = plan.named.iter().map(|(n, _)| n.to_string()).collect();
             let known = if names.is_empty() {
@@ -213,11 +228,21 @@ fn policy(args: &Args, krate: &Path, budget: &TokenStream, stats: &Ident) -> Tok
 /// The classifier for `on = ...`, spanned where a missing impl should be reported.
 fn classifier(args: &Args, plan: &RetryFn, krate: &Path) -> TokenStream {
     match &args.on {
-        None => quote_spanned!(plan.output.span()=> #krate::__private::by_classify),
-        Some(On::Transient(span)) => quote_spanned!(*span=> #krate::__private::by_classify),
-        Some(On::Unsent(span)) => quote_spanned!(*span=> #krate::__private::by_unsent),
+        None => {
+            let private = private_at(krate, plan.output.span());
+            quote_spanned!(plan.output.span()=> #private::by_classify)
+        }
+        Some(On::Transient(span)) => {
+            let private = private_at(krate, *span);
+            quote_spanned!(*span=> #private::by_classify)
+        }
+        Some(On::Unsent(span)) => {
+            let private = private_at(krate, *span);
+            quote_spanned!(*span=> #private::by_unsent)
+        }
         Some(On::Predicate(path)) => {
-            quote_spanned!(path.span()=> #krate::__private::by_predicate(#path))
+            let private = private_at(krate, path.span());
+            quote_spanned!(path.span()=> #private::by_predicate(#path))
         }
     }
 }
@@ -291,7 +316,8 @@ fn generate(args: &Args, krate: &Path, plan: RetryFn, key_check: TokenStream) ->
         sig,
         block,
     } = item;
-    let decide = quote_spanned!(output.span()=> #private::decide);
+    let at_output = private_at(krate, output.span());
+    let decide = quote_spanned!(output.span()=> #at_output::decide);
     let is_async = sig.asyncness.is_some();
     let clock = if is_async {
         quote!(TokioClock)
@@ -320,7 +346,7 @@ fn generate(args: &Args, krate: &Path, plan: RetryFn, key_check: TokenStream) ->
             }
         };
         let run = if args.attempt_timeout.is_some() {
-            quote_spanned!(output.span()=> #private::attempt_within)
+            quote_spanned!(output.span()=> #at_output::attempt_within)
         } else {
             quote!(#private::attempt)
         };
@@ -343,14 +369,18 @@ fn generate(args: &Args, krate: &Path, plan: RetryFn, key_check: TokenStream) ->
         }
     };
     let hook = match &args.before_wait {
-        Some(path) => quote_spanned! {path.span()=>
-            #path(&#private::before_wait(&#call, &#outcome, #wait));
-        },
+        Some(path) => {
+            let at_hook = private_at(krate, path.span());
+            quote_spanned! {path.span()=>
+                #path(&#at_hook::before_wait(&#call, &#outcome, #wait));
+            }
+        }
         None => quote!(),
     };
     let admit = match &args.breaker {
         Some(path) => {
-            let admit = quote_spanned!(path.span()=> #private::admit::<#output, _>);
+            let at_breaker = private_at(krate, path.span());
+            let admit = quote_spanned!(path.span()=> #at_breaker::admit::<#output, _>);
             quote! {
                 if let ::core::result::Result::Err(#outcome) = #admit(&mut #call) {
                     return #outcome;

@@ -7,6 +7,7 @@ use syn::spanned::Spanned;
 use syn::{FnArg, Ident, ItemFn, Pat, PatIdent, Path, ReturnType, Type};
 
 use crate::args::push;
+use crate::expand::private_at;
 
 /// A function `#[retry]` can wrap, with the per-attempt rebinding of its arguments.
 pub struct RetryFn {
@@ -91,8 +92,9 @@ pub fn analyse(item: &ItemFn, krate: &Path, errors: &mut Option<syn::Error>) -> 
                             Pat::Ident(p) => p.mutability,
                             _ => None,
                         };
+                        let private = private_at(krate, arg.span());
                         let fresh = quote_spanned! {arg.span()=>
-                            #krate::__private::fresh(&#ident)
+                            #private::fresh(&#ident)
                         };
                         rebinds.push(quote! { let #mutability #ident = #fresh; });
                         // The signature's binding need not be `mut`: each attempt gets
@@ -107,8 +109,9 @@ pub fn analyse(item: &ItemFn, krate: &Path, errors: &mut Option<syn::Error>) -> 
                         let hidden =
                             format_ident!("__persevere_arg{}", index, span = Span::mixed_site());
                         let pat = (*arg.pat).clone();
+                        let private = private_at(krate, arg.span());
                         let fresh = quote_spanned! {arg.span()=>
-                            #krate::__private::fresh(&#hidden)
+                            #private::fresh(&#hidden)
                         };
                         rebinds.push(quote! { let #pat: #ty = #fresh; });
                         *arg.pat = Pat::Ident(PatIdent {
