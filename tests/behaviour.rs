@@ -206,6 +206,28 @@ async fn deadline_stops_before_a_wait_that_ends_at_it() {
     assert_eq!(probe.elapsed(), ms(300));
 }
 
+#[retry(deadline = "30ms", base = "29ms", jitter = "none", attempts = 5)]
+#[idempotent]
+async fn wakes_late(probe: &Probe) -> Result<u32, TestError> {
+    let attempt = probe.enter();
+    // The attempt takes 0.9 ms, so the 29 ms wait is granted (it ends at 30.2 ms, before
+    // the 30.3 ms deadline), but tokio's timer fires on whole milliseconds: at 31.2 ms.
+    tokio::time::advance(Duration::from_micros(900)).await;
+    Err(TestError::Transient(attempt))
+}
+
+// No attempt starts once the deadline has passed, even when the timer wakes the call
+// after it: the call returns its last failure instead.
+#[tokio::test(start_paused = true)]
+async fn no_attempt_starts_after_the_deadline_when_the_timer_is_late() {
+    tokio::time::advance(Duration::from_micros(300)).await;
+    let probe = Probe::new();
+    let result = wakes_late(&probe).await;
+    assert_eq!(result, Err(TestError::Transient(1)));
+    assert_eq!(probe.calls(), 1);
+    assert!(probe.elapsed() > ms(30), "{:?}", probe.elapsed());
+}
+
 #[retry(jitter = "none", base = "100ms", cap = "1s", attempts = 6)]
 #[idempotent]
 async fn no_jitter(probe: &Probe) -> Result<u32, TestError> {

@@ -262,16 +262,21 @@ fn classifier(args: &Args, plan: &RetryFn, krate: &Path) -> TokenStream {
 //             Policy::new().with_budget(&BUDGET).with_deadline(Duration::new(5, 0));
 //         let mut call = Retry::<TokioClock>::start(&POLICY);
 //         loop {
-//             let wait = {
+//             let attempt = {
 //                 let id = fresh(&id);
 //                 let attempt: Attempt<Result<User, ApiError>> =
 //                     attempt(&call, async { body }).await;
-//                 match decide(&mut call, &attempt, by_classify) {
-//                     Some(wait) => wait,
-//                     None => return attempt.outcome,
-//                 }
+//                 attempt
 //             };
-//             sleep(wait).await;
+//             match decide(&mut call, &attempt, by_classify, show) {
+//                 Some(wait) => {
+//                     sleep(wait).await;
+//                     if !resume(&mut call) {
+//                         return attempt.outcome; // the deadline passed while waiting
+//                     }
+//                 }
+//                 None => return attempt.outcome,
+//             }
 //         }
 //     }
 //
@@ -404,19 +409,24 @@ fn generate(args: &Args, krate: &Path, plan: RetryFn, key_check: TokenStream) ->
             #key_check
             let mut #call = #private::Retry::<#private::#clock>::start(&#policy_name);
             loop {
-                let #wait = {
+                // The arguments' copies live only as long as the attempt; the outcome is
+                // kept through the wait, to be returned if the deadline passes during it.
+                let #outcome = {
                     #admit
                     #(#rebinds)*
                     #attempt
-                    match #decide(&mut #call, &#outcome, #classify, #show) {
-                        ::core::option::Option::Some(#wait) => {
-                            #hook
-                            #wait
-                        }
-                        ::core::option::Option::None => return #outcome.outcome,
-                    }
+                    #outcome
                 };
-                #pause
+                match #decide(&mut #call, &#outcome, #classify, #show) {
+                    ::core::option::Option::Some(#wait) => {
+                        #hook
+                        #pause
+                        if !#private::resume(&mut #call) {
+                            return #outcome.outcome;
+                        }
+                    }
+                    ::core::option::Option::None => return #outcome.outcome,
+                }
             }
         }
     }

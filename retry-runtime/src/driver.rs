@@ -215,6 +215,23 @@ impl<'p, C: Clock> Retry<'p, C> {
         }
     }
 
+    /// After a wait: `true` to make the next attempt; `false` if the deadline has passed
+    /// meanwhile (the timer fired late), and the call must return its last failure.
+    ///
+    /// A wait is granted only if it ends before the deadline, but timers fire on a
+    /// millisecond grid and a busy machine wakes tasks late; no attempt starts once the
+    /// deadline has passed.
+    #[inline]
+    pub fn resume(&mut self) -> bool {
+        if !self.state.remaining(C::now()).is_zero() {
+            return true;
+        }
+        // The attempt counted as started when the wait was granted was not made.
+        let made = self.state.attempts() - 1;
+        self.finish_failed(GiveUp::DeadlineExceeded, made, None);
+        false
+    }
+
     fn finish_failed(&mut self, reason: GiveUp, attempts: u32, error: Option<&dyn fmt::Display>) {
         self.give_up = Some(reason);
         let policy = self.state.policy();
@@ -327,7 +344,12 @@ where
         };
         match wait {
             None => return outcome,
-            Some(wait) => tokio::time::sleep(wait).await,
+            Some(wait) => {
+                tokio::time::sleep(wait).await;
+                if !call.resume() {
+                    return outcome;
+                }
+            }
         }
     }
 }
@@ -368,7 +390,12 @@ where
         };
         match wait {
             None => return outcome,
-            Some(wait) => std::thread::sleep(wait),
+            Some(wait) => {
+                std::thread::sleep(wait);
+                if !call.resume() {
+                    return outcome;
+                }
+            }
         }
     }
 }

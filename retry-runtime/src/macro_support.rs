@@ -159,6 +159,14 @@ pub fn before_wait<'a, R: Outcome, C: Clock>(
     }
 }
 
+/// After a wait: `true` to make the next attempt, `false` if the deadline passed while
+/// waiting (a timer fires late on a busy machine), in which case the call returns the
+/// last failure.
+#[inline]
+pub fn resume<C: Clock>(call: &mut Retry<'_, C>) -> bool {
+    call.resume()
+}
+
 /// An error type that can say "the circuit breaker is open".
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot report an open circuit breaker",
