@@ -1,0 +1,7 @@
+use persevere::{idempotent, retry};
+
+#[retry]
+#[idempotent]
+async fn refresh() {}
+
+fn main() {}

@@ -1,0 +1,9 @@
+use persevere::{idempotent, retry};
+
+#[retry]
+#[idempotent]
+async fn fetch() -> u32 {
+    1
+}
+
+fn main() {}
