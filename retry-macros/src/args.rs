@@ -264,12 +264,14 @@ fn attempts(input: ParseStream, key: &str) -> syn::Result<Spanned<u32>> {
         )
     })?;
     if value == 0 {
-        return Err(syn::Error::new(
-            lit.span(),
+        let message = if key == "attempts" {
+            "`attempts = 0` would never call the function; it counts the first call, so write `attempts = 1` for no retries".to_owned()
+        } else {
             format!(
-                "`{key} = 0` would never call the function; it counts the first call, so write `{key} = 1` for no retries"
-            ),
-        ));
+                "`{key}` must be at least 1: it counts the first call too, so write `{key} = 1` to never retry those failures"
+            )
+        };
+        return Err(syn::Error::new(lit.span(), message));
     }
     Ok(Spanned {
         value,

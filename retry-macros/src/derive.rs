@@ -6,6 +6,7 @@ use syn::spanned::Spanned;
 use syn::{Attribute, Data, DeriveInput, Fields, Ident};
 
 use crate::args::push;
+use crate::expand::locate;
 
 const CLASSES: &str = "#[transient], #[permanent], #[unsent], #[uncertain], or #[classify] (to ask its single field's own `Classify` impl)";
 
@@ -120,7 +121,6 @@ fn arm(
     errors: &mut Option<syn::Error>,
 ) -> Option<Arm> {
     let marked = class_of(attrs, name, errors)?;
-    let private = quote!(::persevere::__private);
     let class = |span: Span| match marked {
         Marked::Transient => quote_spanned!(span=> ::persevere::Class::Transient),
         Marked::Permanent => quote_spanned!(span=> ::persevere::Class::Permanent),
@@ -137,16 +137,20 @@ fn arm(
         }
     };
 
+    // Each field marked `#[retry_after]`, with the span of its mark.
     let retry_after: Vec<_> = fields
         .iter()
         .enumerate()
-        .filter(|(_, f)| f.attrs.iter().any(|a| a.path().is_ident("retry_after")))
+        .filter_map(|(i, f)| {
+            let mark = f.attrs.iter().find(|a| a.path().is_ident("retry_after"))?;
+            Some((i, f, mark.meta.span()))
+        })
         .collect();
-    if let Some((_, extra)) = retry_after.get(1) {
+    if let Some((_, _, extra)) = retry_after.get(1) {
         push(
             errors,
             syn::Error::new(
-                extra.span(),
+                *extra,
                 "only one field can be `#[retry_after]`: the server gives one wait",
             ),
         );
@@ -160,7 +164,7 @@ fn arm(
                 syn::Error::new(
                     name.span(),
                     format!(
-                        "`#[classify]` asks the variant's single field how to classify it, but `{name}` has {} fields; mark it {CLASSES}",
+                        "`#[classify]` asks the variant's single field how to classify it, but `{name}` has {} fields; mark the variant #[transient], #[permanent], #[unsent] or #[uncertain] instead",
                         fields.len()
                     ),
                 ),
@@ -169,9 +173,10 @@ fn arm(
         }
         let field = fields.iter().next().expect("one field");
         let member = member(0, field);
-        let class = quote_spanned! {field.ty.span()=>
-            ::persevere::Classify::classify(#binding)
-        };
+        let class = locate(
+            quote!(::persevere::Classify::classify(#binding)),
+            field.ty.span(),
+        );
         return Some(Arm {
             pattern: quote!(#path { #member: #binding, .. }),
             class,
@@ -184,12 +189,12 @@ fn arm(
             pattern: quote!(#path { .. }),
             class,
         }),
-        Some((index, field)) => {
+        Some((index, field, mark)) => {
             if let Marked::Permanent = marked {
                 push(
                     errors,
                     syn::Error::new(
-                        field.span(),
+                        *mark,
                         format!(
                             "`{name}` is `#[permanent]`, so it is never retried and a `#[retry_after]` field would be ignored; mark it #[transient] or remove #[retry_after]"
                         ),
@@ -198,9 +203,10 @@ fn arm(
                 return None;
             }
             let member = member(*index, field);
-            let wait = quote_spanned! {field.ty.span()=>
-                #private::retry_after_field(#binding)
-            };
+            let wait = locate(
+                quote!(::persevere::__private::retry_after_field(#binding)),
+                field.ty.span(),
+            );
             Some(Arm {
                 pattern: quote!(#path { #member: #binding, .. }),
                 class: quote! {
@@ -241,7 +247,7 @@ fn class_of(attrs: &[Attribute], name: &Ident, errors: &mut Option<syn::Error>) 
             push(
                 errors,
                 syn::Error::new(
-                    attr.span(),
+                    attr.meta.span(),
                     format!("`{name}` already has a class; give it exactly one of {CLASSES}"),
                 ),
             );

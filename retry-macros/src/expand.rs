@@ -1,6 +1,6 @@
 //! Code generation for `#[retry]`.
 
-use proc_macro2::{Span, TokenStream};
+use proc_macro2::{Delimiter, Group, Span, TokenStream, TokenTree};
 use quote::{ToTokens, quote, quote_spanned};
 use syn::spanned::Spanned;
 use syn::{Attribute, Ident, ItemFn, Path, parse_quote};
@@ -49,14 +49,29 @@ pub fn retry(args: TokenStream, item: TokenStream) -> TokenStream {
     }
 }
 
-/// `krate::__private` with every token at `span`, so that an error the compiler reports
-/// on a call through it points at the user's token rather than at the attribute.
+/// `krate::__private` located at `span`, so that an error the compiler reports on a call
+/// through it points at the user's token rather than at the attribute. The tokens keep
+/// the macro's own resolution, so the compiler still knows they are generated and does
+/// not suggest edits to them.
 pub fn private_at(krate: &Path, span: Span) -> TokenStream {
-    quote!(#krate::__private)
+    locate(quote!(#krate::__private), span)
+}
+
+/// `tokens`, groups included, moved to the location of `span`; each keeps its own
+/// resolution (hygiene), so names still refer to what they did.
+pub fn locate(tokens: TokenStream, span: Span) -> TokenStream {
+    tokens
         .into_iter()
-        .map(|mut token| {
-            token.set_span(span);
-            token
+        .map(|token| match token {
+            TokenTree::Group(group) => {
+                let mut moved = Group::new(group.delimiter(), locate(group.stream(), span));
+                moved.set_span(group.span().located_at(span));
+                TokenTree::Group(moved)
+            }
+            mut token => {
+                token.set_span(token.span().located_at(span));
+                token
+            }
         })
         .collect()
 }
@@ -66,35 +81,76 @@ fn with_item(errors: syn::Error, item: TokenStream) -> TokenStream {
     quote! { #errors #item }
 }
 
-/// Checks between arguments: the backoff's base against its cap.
+/// Checks between arguments: the backoff's base against its cap, and an attempt's
+/// timeout against the call's deadline. Each error is at a literal the user wrote.
 fn check_args(args: &Args, errors: &mut Option<syn::Error>) {
-    let Some(base) = args.base else { return };
-    let (cap, default) = match args.cap {
-        Some(cap) => (cap.value, false),
-        None => (persevere_default_cap(), true),
-    };
-    if base.value > cap {
-        let message = if default {
-            format!(
-                "`base` ({}) exceeds the default `cap` ({}); lower `base` or raise `cap`, e.g. `cap = \"{}\"`",
-                duration::display(base.value),
-                duration::display(cap),
-                duration::display(base.value * 10),
-            )
-        } else {
-            format!(
-                "`base` ({}) exceeds `cap` ({}); the first wait would already be above the longest allowed, so lower `base` or raise `cap`",
-                duration::display(base.value),
-                duration::display(cap),
-            )
-        };
-        push(errors, syn::Error::new(base.span, message));
+    let show = duration::display;
+    match (args.base, args.cap) {
+        (Some(base), Some(cap)) if base.value > cap.value => push(
+            errors,
+            syn::Error::new(
+                base.span,
+                format!(
+                    "`base` ({}) exceeds `cap` ({}); the first wait would already be above the longest allowed, so lower `base` or raise `cap`",
+                    show(base.value),
+                    show(cap.value),
+                ),
+            ),
+        ),
+        (Some(base), None) if base.value > DEFAULT_CAP => push(
+            errors,
+            syn::Error::new(
+                base.span,
+                format!(
+                    "`base` ({}) exceeds the default `cap` ({}); lower `base`, or raise `cap` to at least `cap = \"{}\"`",
+                    show(base.value),
+                    show(DEFAULT_CAP),
+                    show(base.value),
+                ),
+            ),
+        ),
+        (None, Some(cap)) if cap.value < DEFAULT_BASE => push(
+            errors,
+            syn::Error::new(
+                cap.span,
+                format!(
+                    "`cap` ({}) is below the default `base` ({}); set `base` too, at most `base = \"{}\"`",
+                    show(cap.value),
+                    show(DEFAULT_BASE),
+                    show(cap.value),
+                ),
+            ),
+        ),
+        _ => {}
+    }
+    if let Some(timeout) = args.attempt_timeout {
+        let deadline = args.deadline.map_or(DEFAULT_DEADLINE, |d| d.value);
+        if timeout.value > deadline {
+            let whose = if args.deadline.is_some() {
+                "the"
+            } else {
+                "the default"
+            };
+            push(
+                errors,
+                syn::Error::new(
+                    timeout.span,
+                    format!(
+                        "`attempt_timeout` ({}) exceeds {whose} `deadline` ({}); every attempt is cut at the deadline anyway, so lower it or raise `deadline`",
+                        show(timeout.value),
+                        show(deadline),
+                    ),
+                ),
+            );
+        }
     }
 }
 
-fn persevere_default_cap() -> std::time::Duration {
-    std::time::Duration::from_secs(20)
-}
+/// The runtime's defaults (`Policy::DEFAULT`, which the README's table also gives), for
+/// the checks between arguments.
+const DEFAULT_BASE: std::time::Duration = std::time::Duration::from_millis(200);
+const DEFAULT_CAP: std::time::Duration = std::time::Duration::from_secs(20);
+const DEFAULT_DEADLINE: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// `#[retry]` repeats the call, so the call must be safe to repeat.
 fn check_idempotent(args: &Args, item: &ItemFn, errors: &mut Option<syn::Error>) {
@@ -108,7 +164,7 @@ fn check_idempotent(args: &Args, item: &ItemFn, errors: &mut Option<syn::Error>)
             syn::Error::new(
                 item.sig.ident.span(),
                 format!(
-                    "`{}` is retried but not marked safe to repeat: a retry may run it twice, and repeating a write that already took effect (a payment, an insert) does it twice\n\
+                    "`{}` is retried but not marked safe to repeat: a retry may run a write that already took effect (a payment, an insert) a second time\n\
                      = help: if running it twice is harmless, add `#[idempotent]` to the function\n\
                      = help: if it is a write, take a `key: persevere::IdempotencyKey` parameter, send it with the request, and write `#[retry(key = key, ...)]`\n\
                      = help: to retry only failures where the request never left (connection refused), write `#[retry(on = unsent, ...)]`",
@@ -136,12 +192,10 @@ fn check_key(
 ) -> Option<TokenStream> {
     let key = args.key.as_ref()?;
     match plan.named.iter().find(|(name, _)| name == key) {
-        Some((name, ty)) => {
-            let private = private_at(krate, ty.span());
-            Some(quote_spanned! {ty.span()=>
-                #private::idempotency_key(&#name);
-            })
-        }
+        Some((name, ty)) => Some(locate(
+            quote!(#krate::__private::idempotency_key(&#name);),
+            ty.span(),
+        )),
         None => {
             let names: Vec<String> = plan.named.iter().map(|(n, _)| n.to_string()).collect();
             let known = if names.is_empty() {
@@ -225,26 +279,20 @@ fn policy(args: &Args, krate: &Path, budget: &TokenStream, stats: &Ident) -> Tok
     policy
 }
 
-/// The classifier for `on = ...`, spanned where a missing impl should be reported.
+/// The classifier for `on = ...`, located where a missing impl should be reported: at
+/// the `on` value, or at the return type. A closure rather than the function itself, so
+/// that the function's bound is checked once, at its call, and not again where `decide`
+/// takes the closure.
 fn classifier(args: &Args, plan: &RetryFn, krate: &Path) -> TokenStream {
-    match &args.on {
-        None => {
-            let private = private_at(krate, plan.output.span());
-            quote_spanned!(plan.output.span()=> #private::by_classify)
-        }
-        Some(On::Transient(span)) => {
-            let private = private_at(krate, *span);
-            quote_spanned!(*span=> #private::by_classify)
-        }
-        Some(On::Unsent(span)) => {
-            let private = private_at(krate, *span);
-            quote_spanned!(*span=> #private::by_unsent)
-        }
-        Some(On::Predicate(path)) => {
-            let private = private_at(krate, path.span());
-            quote_spanned!(path.span()=> #private::by_predicate(#path))
-        }
-    }
+    let (call, span) = match &args.on {
+        None => (quote!(by_classify(error)), plan.output.span()),
+        Some(On::Transient(span)) => (quote!(by_classify(error)), *span),
+        Some(On::Unsent(span)) => (quote!(by_unsent(error)), *span),
+        // The error first, so that a predicate of the wrong type is reported against
+        // the function's error type.
+        Some(On::Predicate(path)) => (quote!(by_predicate(error, &#path)), path.span()),
+    };
+    locate(quote!(|error| #krate::__private::#call), span)
 }
 
 // Input:
@@ -321,8 +369,7 @@ fn generate(args: &Args, krate: &Path, plan: RetryFn, key_check: TokenStream) ->
         sig,
         block,
     } = item;
-    let at_output = private_at(krate, output.span());
-    let decide = quote_spanned!(output.span()=> #at_output::decide);
+    let stmts = &block.stmts;
     let is_async = sig.asyncness.is_some();
     let clock = if is_async {
         quote!(TokioClock)
@@ -347,16 +394,19 @@ fn generate(args: &Args, krate: &Path, plan: RetryFn, key_check: TokenStream) ->
                     let #fake: #output = loop {};
                     return #fake;
                 }
-                #block
+                #(#stmts)*
             }
         };
-        let run = if args.attempt_timeout.is_some() {
-            quote_spanned!(output.span()=> #at_output::attempt_within)
-        } else {
-            quote!(#private::attempt)
+        let run = match args.attempt_timeout {
+            // Wholly at the literal: a missing `From<AttemptTimedOut>` is reported there.
+            Some(timeout) => {
+                let timed_out = locate(quote!(#private::timed_out::<#output>), timeout.span);
+                quote!(#private::attempt_within(&#call, #body, #timed_out))
+            }
+            None => quote!(#private::attempt(&#call, #body)),
         };
         quote! {
-            let #outcome: #private::Attempt<#output> = #run(&#call, #body).await;
+            let #outcome: #private::Attempt<#output> = #run.await;
         }
     } else {
         quote! {
@@ -373,21 +423,34 @@ fn generate(args: &Args, krate: &Path, plan: RetryFn, key_check: TokenStream) ->
             (&&&#private::Describe(error)).shown()
         }
     };
+    // Located at the return type, so that one that is not a `Result` is reported there;
+    // the classifier keeps its own location.
+    let decide = {
+        let mut arguments = locate(quote!(&mut #call, &#outcome,), output.span());
+        arguments.extend(quote!(#classify,));
+        // Its type names the error type too: located with the rest, so that a return type
+        // that is not a `Result` is reported once.
+        arguments.extend(locate(show, output.span()));
+        let mut arguments = Group::new(Delimiter::Parenthesis, arguments);
+        arguments.set_span(Span::call_site().located_at(output.span()));
+        let function = locate(quote!(#private::decide), output.span());
+        quote!(#function #arguments)
+    };
     let hook = match &args.before_wait {
-        Some(path) => {
-            let at_hook = private_at(krate, path.span());
-            quote_spanned! {path.span()=>
-                #path(&#at_hook::before_wait(&#call, &#outcome, #wait));
-            }
-        }
+        Some(path) => locate(
+            quote!(#path(&#private::before_wait(&#call, &#outcome, #wait));),
+            path.span(),
+        ),
         None => quote!(),
     };
     let admit = match &args.breaker {
         Some(path) => {
-            let at_breaker = private_at(krate, path.span());
-            let admit = quote_spanned!(path.span()=> #at_breaker::admit::<#output, _>);
+            let admit = locate(
+                quote!(#private::admit::<#output, _>(&mut #call)),
+                path.span(),
+            );
             quote! {
-                if let ::core::result::Result::Err(#outcome) = #admit(&mut #call) {
+                if let ::core::result::Result::Err(#outcome) = #admit {
                     return #outcome;
                 }
             }
@@ -417,7 +480,7 @@ fn generate(args: &Args, krate: &Path, plan: RetryFn, key_check: TokenStream) ->
                     #attempt
                     #outcome
                 };
-                match #decide(&mut #call, &#outcome, #classify, #show) {
+                match #decide {
                     ::core::option::Option::Some(#wait) => {
                         #hook
                         #pause

@@ -27,7 +27,17 @@ pub fn idempotent(args: TokenStream, item: TokenStream) -> TokenStream {
         return quote! { #error #item };
     }
     let Ok(mut function) = syn::parse2::<ItemFn>(item.clone()) else {
-        return item;
+        // A method declared in a trait, without a body, may be marked for its
+        // implementations' readers; anything else is a mistake.
+        if syn::parse2::<syn::TraitItemFn>(item.clone()).is_ok() {
+            return item;
+        }
+        let error = syn::Error::new(
+            proc_macro2::Span::call_site(),
+            "`#[idempotent]` goes on a function: it marks the function as safe to repeat for `#[retry]`",
+        )
+        .to_compile_error();
+        return quote! { #error #item };
     };
     for attr in &mut function.attrs {
         let is_retry = attr

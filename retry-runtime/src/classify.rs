@@ -61,8 +61,8 @@ impl Class {
 /// ```
 #[diagnostic::on_unimplemented(
     message = "`{Self}` does not say which of its failures are worth retrying",
-    label = "`#[retry(on = transient)]` needs `{Self}: persevere::Classify`",
-    note = "implement `persevere::Classify` for `{Self}`, or name a predicate instead: `#[retry(on = path::to::is_transient)]` with `fn is_transient(error: &{Self}) -> bool`"
+    label = "`#[retry]` needs `{Self}: persevere::Classify` to tell which failures to retry",
+    note = "implement `persevere::Classify` for `{Self}` or `#[derive(persevere::Classify)]` on it; with `on = transient`, a predicate also works: `#[retry(on = path::to::is_transient)]` with `fn is_transient(error: &{Self}) -> bool`"
 )]
 pub trait Classify {
     /// The class of this failure.

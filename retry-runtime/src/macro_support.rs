@@ -218,12 +218,26 @@ pub async fn attempt<F: Future, C: Clock>(call: &Retry<'_, C>, attempt: F) -> At
     }
 }
 
-/// Runs one attempt of an async function for at most its time limit.
+/// The outcome of an attempt cut by its time limit: the function's own error, made from
+/// [`AttemptTimedOut`]. Named in the generated code at the `attempt_timeout` literal, so
+/// that an error type without the conversion is reported there, once.
+pub fn timed_out<R>(timeout: AttemptTimedOut) -> R
+where
+    R: Outcome<Err: FromTimeout>,
+{
+    R::from_err(FromTimeout::from_timeout(timeout))
+}
+
+/// Runs one attempt of an async function for at most its time limit; `timed_out` makes
+/// the outcome of an attempt cut short.
 #[inline]
-pub async fn attempt_within<F, C>(call: &Retry<'_, C>, attempt: F) -> Attempt<F::Output>
+pub async fn attempt_within<F, C>(
+    call: &Retry<'_, C>,
+    attempt: F,
+    timed_out: fn(AttemptTimedOut) -> F::Output,
+) -> Attempt<F::Output>
 where
     F: Future,
-    F::Output: Outcome<Err: FromTimeout>,
     C: Clock,
 {
     let limit = call.attempt_limit().unwrap_or(Duration::MAX);
@@ -235,7 +249,7 @@ where
             timed_out: false,
         },
         Err(_) => Attempt {
-            outcome: Outcome::from_err(FromTimeout::from_timeout(AttemptTimedOut::after(limit))),
+            outcome: timed_out(AttemptTimedOut::after(limit)),
             retried_inside: false,
             timed_out: true,
         },
@@ -295,15 +309,31 @@ pub fn by_unsent<E: Classify + ?Sized>(error: &E) -> Class {
     }
 }
 
+/// A function named by `on = ...`.
+#[diagnostic::on_unimplemented(
+    message = "`on = ...` must name a function `fn(&{E}) -> bool`",
+    label = "this is not a `fn(&{E}) -> bool`",
+    note = "the predicate gets each failure and answers whether to retry it: `fn is_transient(error: &{E}) -> bool`"
+)]
+pub trait Predicate<E: ?Sized> {
+    /// Whether to retry `error`.
+    fn retries(&self, error: &E) -> bool;
+}
+
+impl<E: ?Sized, F: Fn(&E) -> bool> Predicate<E> for F {
+    #[inline]
+    fn retries(&self, error: &E) -> bool {
+        self(error)
+    }
+}
+
 /// The `on = predicate` classifier: `true` is transient, `false` permanent.
 #[inline]
-pub fn by_predicate<E: ?Sized>(predicate: impl Fn(&E) -> bool) -> impl Fn(&E) -> Class {
-    move |error| {
-        if predicate(error) {
-            Class::Transient
-        } else {
-            Class::Permanent
-        }
+pub fn by_predicate<E: ?Sized, P: Predicate<E>>(error: &E, predicate: &P) -> Class {
+    if predicate.retries(error) {
+        Class::Transient
+    } else {
+        Class::Permanent
     }
 }
 

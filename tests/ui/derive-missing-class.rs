@@ -1,0 +1,10 @@
+use persevere::Classify;
+
+#[derive(Debug, Classify)]
+enum ApiError {
+    #[transient]
+    Timeout,
+    BadRequest(String),
+}
+
+fn main() {}
