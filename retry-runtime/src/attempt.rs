@@ -10,7 +10,9 @@ use std::time::{Duration, Instant};
 use rand::Rng;
 
 use crate::backoff::Backoff;
+use crate::breaker::Permit;
 use crate::classify::Class;
+use crate::layer::CompactInstant;
 use crate::policy::Policy;
 
 /// What to do after a failed attempt.
@@ -81,10 +83,16 @@ impl fmt::Display for GiveUp {
 #[derive(Clone, Copy, Debug)]
 pub struct RetryState<'p> {
     policy: &'p Policy,
-    deadline: Option<Instant>,
+    started: CompactInstant,
+    /// The deadline, in nanoseconds after `started`; `u64::MAX` for none (585 years).
+    deadline: u64,
     attempts: u32,
-    uncertain: u32,
+    uncertain: u16,
     backoff: Backoff,
+    gave_up: Option<GiveUp>,
+    /// The circuit breaker's permit for the attempt in flight: kept by the driver, here
+    /// rather than beside this state so that it fits in this struct's padding.
+    pub(crate) permit: Option<Permit>,
 }
 
 impl<'p> RetryState<'p> {
@@ -92,18 +100,34 @@ impl<'p> RetryState<'p> {
     pub fn new(policy: &'p Policy, now: Instant) -> Self {
         Self {
             policy,
-            // A deadline too far away to represent is no deadline at all.
-            deadline: now.checked_add(policy.deadline()),
+            started: CompactInstant::new(now),
+            deadline: u64::try_from(policy.deadline().as_nanos()).unwrap_or(u64::MAX),
             attempts: 1,
             uncertain: 0,
             backoff: Backoff::new(policy),
+            gave_up: None,
+            permit: None,
         }
+    }
+
+    /// Why the call gave up, once it has.
+    pub fn gave_up(&self) -> Option<GiveUp> {
+        self.gave_up
+    }
+
+    /// Records that the call gave up for a reason outside this state: a refused budget
+    /// or circuit breaker, a nested call's failure.
+    pub fn give_up(&mut self, reason: GiveUp) {
+        self.gave_up = Some(reason);
     }
 
     /// The same call, its deadline cut to `outer` if that is earlier: a nested call
     /// never outlives the call it serves.
     pub fn within(mut self, outer: Option<Instant>) -> Self {
-        self.deadline = crate::layer::earliest(self.deadline, outer);
+        if let Some(outer) = outer {
+            let left = outer.saturating_duration_since(self.started()).as_nanos();
+            self.deadline = self.deadline.min(u64::try_from(left).unwrap_or(u64::MAX));
+        }
         self
     }
 
@@ -119,12 +143,22 @@ impl<'p> RetryState<'p> {
 
     /// The instant by which the call must be over, if it is representable.
     pub fn deadline(&self) -> Option<Instant> {
-        self.deadline
+        // A deadline too far away to represent is no deadline at all.
+        if self.deadline == u64::MAX {
+            return None;
+        }
+        self.started()
+            .checked_add(Duration::from_nanos(self.deadline))
+    }
+
+    /// When the call started.
+    pub fn started(&self) -> Instant {
+        self.started.get()
     }
 
     /// How long the call has left at `now`.
     pub fn remaining(&self, now: Instant) -> Duration {
-        match self.deadline {
+        match self.deadline() {
             Some(deadline) => deadline.saturating_duration_since(now),
             None => Duration::MAX,
         }
@@ -136,12 +170,20 @@ impl<'p> RetryState<'p> {
     /// exhausted, and the wait ends strictly before the deadline: a call never sleeps
     /// into a deadline it cannot meet, it returns its last failure at once instead.
     pub fn on_failure<R: Rng + ?Sized>(&mut self, class: Class, now: Instant, rng: &mut R) -> Step {
+        let step = self.step(class, now, rng);
+        if let Step::GiveUp(reason) = step {
+            self.gave_up = Some(reason);
+        }
+        step
+    }
+
+    fn step<R: Rng + ?Sized>(&mut self, class: Class, now: Instant, rng: &mut R) -> Step {
         if !class.is_retryable() {
             return Step::GiveUp(GiveUp::Permanent);
         }
         if class == Class::Uncertain {
-            self.uncertain += 1;
-            if self.uncertain >= self.policy.uncertain_attempts() {
+            self.uncertain = self.uncertain.saturating_add(1);
+            if u32::from(self.uncertain) >= self.policy.uncertain_attempts() {
                 return Step::GiveUp(GiveUp::UncertainExhausted);
             }
         }

@@ -36,7 +36,9 @@ use crate::policy::{Jitter, Policy};
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Backoff {
     retry: u32,
-    previous: Duration,
+    /// The previous wait in nanoseconds (saturating at 584 years): half the size of a
+    /// `Duration`, which keeps a call's state small.
+    previous: u64,
 }
 
 impl Backoff {
@@ -44,7 +46,7 @@ impl Backoff {
     pub const fn new(policy: &Policy) -> Self {
         Self {
             retry: 0,
-            previous: policy.base(),
+            previous: saturating_nanos(policy.base()),
         }
     }
 
@@ -69,11 +71,11 @@ impl Backoff {
                 half + uniform(rng, Duration::ZERO, ceiling - half)
             }
             Jitter::Decorrelated => {
-                let top = self.previous.saturating_mul(3).max(policy.base());
+                let top = Duration::from_nanos(self.previous.saturating_mul(3)).max(policy.base());
                 uniform(rng, policy.base(), top).min(policy.cap())
             }
         };
-        self.previous = delay;
+        self.previous = saturating_nanos(delay);
         delay
     }
 
@@ -150,8 +152,13 @@ fn uniform<R: Rng + ?Sized>(rng: &mut R, low: Duration, high: Duration) -> Durat
     Duration::from_nanos(rng.random_range(low..=high))
 }
 
-fn saturating_nanos(d: Duration) -> u64 {
-    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+const fn saturating_nanos(d: Duration) -> u64 {
+    let nanos = d.as_nanos();
+    if nanos > u64::MAX as u128 {
+        u64::MAX
+    } else {
+        nanos as u64
+    }
 }
 
 #[cfg(test)]

@@ -6,7 +6,7 @@ use std::marker::PhantomData;
 use std::time::{Duration, Instant};
 
 use crate::attempt::{GiveUp, RetryState, Step};
-use crate::breaker::{CircuitOpen, Permit};
+use crate::breaker::CircuitOpen;
 use crate::classify::{Class, Classify};
 use crate::layer;
 use crate::policy::{Nesting, Policy};
@@ -54,10 +54,6 @@ impl Clock for SystemClock {
 #[derive(Debug)]
 pub struct Retry<'p, C: Clock> {
     state: RetryState<'p>,
-    started: Instant,
-    give_up: Option<GiveUp>,
-    /// The breaker's permit for the attempt in flight, if the policy has a breaker.
-    permit: Option<Permit>,
     span: CallSpan,
     clock: PhantomData<C>,
 }
@@ -74,9 +70,6 @@ impl<'p, C: Clock> Retry<'p, C> {
         }
         Self {
             state: RetryState::new(policy, now).within(layer::enclosing_deadline()),
-            started: now,
-            give_up: None,
-            permit: None,
             span: Default::default(),
             clock: PhantomData,
         }
@@ -89,7 +82,7 @@ impl<'p, C: Clock> Retry<'p, C> {
 
     /// Why the call gave up, once it has.
     pub fn give_up(&self) -> Option<GiveUp> {
-        self.give_up
+        self.state.gave_up()
     }
 
     /// The span of this call, once it has failed and a subscriber wants one.
@@ -109,7 +102,7 @@ impl<'p, C: Clock> Retry<'p, C> {
         };
         match breaker.admit(C::now()) {
             Ok(permit) => {
-                self.permit = Some(permit);
+                self.state.permit = Some(permit);
                 Ok(())
             }
             Err(open) => {
@@ -139,7 +132,7 @@ impl<'p, C: Clock> Retry<'p, C> {
     #[inline]
     fn settle(&mut self, healthy: bool) {
         let policy = self.state.policy();
-        if let (Some(permit), Some(breaker)) = (self.permit.take(), policy.breaker()) {
+        if let (Some(permit), Some(breaker)) = (self.state.permit.take(), policy.breaker()) {
             if let Some(moved) = breaker.record(permit, healthy, C::now()) {
                 telemetry::breaker_moved(policy, moved);
             }
@@ -233,7 +226,7 @@ impl<'p, C: Clock> Retry<'p, C> {
     }
 
     fn finish_failed(&mut self, reason: GiveUp, attempts: u32, error: Option<&dyn fmt::Display>) {
-        self.give_up = Some(reason);
+        self.state.give_up(reason);
         let policy = self.state.policy();
         if let Some(stats) = policy.stats() {
             stats.record_failure(attempts, reason);
@@ -243,7 +236,7 @@ impl<'p, C: Clock> Retry<'p, C> {
     }
 
     fn elapsed(&self) -> Duration {
-        C::now().saturating_duration_since(self.started)
+        C::now().saturating_duration_since(self.state.started())
     }
 
     /// The deadline attempts run under, for nested calls to inherit.
@@ -276,7 +269,8 @@ impl<E: fmt::Debug> fmt::Display for DebugAsDisplay<'_, E> {
 impl<C: Clock> Drop for Retry<'_, C> {
     /// A call dropped mid-attempt (cancelled) gives its breaker permit back.
     fn drop(&mut self) {
-        if let (Some(permit), Some(breaker)) = (self.permit.take(), self.state.policy().breaker()) {
+        let breaker = self.state.policy().breaker();
+        if let (Some(permit), Some(breaker)) = (self.state.permit.take(), breaker) {
             breaker.abandon(permit);
         }
     }
@@ -319,7 +313,7 @@ where
     let mut call = Retry::<TokioClock>::start(policy);
     loop {
         call.admit()?;
-        let attempt = layer::run_async(call.deadline(), op());
+        let attempt = layer::in_layer(call.deadline(), op());
         let (outcome, class, inside) = match call.attempt_limit() {
             None => {
                 let (outcome, inside) = attempt.await;

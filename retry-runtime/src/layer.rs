@@ -8,11 +8,83 @@
 
 use std::cell::Cell;
 use std::future::Future;
-use std::time::Instant;
+use std::num::NonZeroU64;
+use std::pin::Pin;
+use std::sync::OnceLock;
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use tokio::task::futures::TaskLocalFuture;
+
+/// An instant in 8 bytes rather than 16: nanoseconds from a process-wide origin, signed
+/// (a tokio runtime with a paused clock may read instants from before it) and stored
+/// offset by 2^63 in a `NonZeroU64`, which leaves a niche for `Option`. The state of every
+/// retried call and the layer of every attempt carry instants, so their size is part of
+/// the size of every retried future.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) struct CompactInstant(NonZeroU64);
+
+impl std::fmt::Debug for CompactInstant {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.get().fmt(f)
+    }
+}
+
+impl CompactInstant {
+    const OFFSET: i128 = 1 << 63;
+
+    fn origin() -> Instant {
+        static ORIGIN: OnceLock<Instant> = OnceLock::new();
+        *ORIGIN.get_or_init(Instant::now)
+    }
+
+    pub(crate) fn new(instant: Instant) -> Self {
+        let origin = Self::origin();
+        let nanos = match instant.checked_duration_since(origin) {
+            Some(after) => after.as_nanos() as i128,
+            None => -(origin.duration_since(instant).as_nanos() as i128),
+        };
+        // 2^63 ns is 292 years either way; beyond, the instant saturates.
+        let stored = (nanos + Self::OFFSET).clamp(1, i128::from(u64::MAX)) as u64;
+        Self(NonZeroU64::new(stored).expect("clamped to at least 1"))
+    }
+
+    pub(crate) fn get(self) -> Instant {
+        let nanos = i128::from(self.0.get()) - Self::OFFSET;
+        let origin = Self::origin();
+        let shift = Duration::from_nanos(nanos.unsigned_abs() as u64);
+        let shifted = if nanos >= 0 {
+            origin.checked_add(shift)
+        } else {
+            origin.checked_sub(shift)
+        };
+        shifted.unwrap_or(origin)
+    }
+}
+
+/// An optional deadline in 8 bytes, `None` stored as the farthest instant, so that the
+/// zero niche is left for an `Option` around the layer that holds it.
+#[derive(Clone, Copy)]
+struct CompactDeadline(CompactInstant);
+
+impl CompactDeadline {
+    const NONE: NonZeroU64 = NonZeroU64::MAX;
+
+    fn new(deadline: Option<Instant>) -> Self {
+        match deadline {
+            Some(deadline) => Self(CompactInstant::new(deadline)),
+            None => Self(CompactInstant(Self::NONE)),
+        }
+    }
+
+    fn get(self) -> Option<Instant> {
+        (self.0.0 != Self::NONE).then(|| self.0.get())
+    }
+}
 
 /// What an enclosing layer tells the code inside it.
 pub(crate) struct Layer {
-    pub(crate) deadline: Option<Instant>,
+    deadline: CompactDeadline,
     /// Set by an inner `#[retry]` call that returned a failure: it has had its chance
     /// to retry, so the enclosing layer should not multiply the attempts.
     pub(crate) inner_failed: Cell<bool>,
@@ -20,7 +92,7 @@ pub(crate) struct Layer {
 
 #[derive(Clone, Copy)]
 struct Frame {
-    deadline: Option<Instant>,
+    deadline: CompactDeadline,
     inner_failed: bool,
 }
 
@@ -36,9 +108,12 @@ thread_local! {
 #[inline]
 pub(crate) fn enclosing_deadline() -> Option<Instant> {
     if let Some(frame) = THREAD_FRAME.get() {
-        return frame.deadline;
+        return frame.deadline.get();
     }
-    TASK_LAYER.try_with(|layer| layer.deadline).ok().flatten()
+    TASK_LAYER
+        .try_with(|layer| layer.deadline)
+        .ok()
+        .and_then(CompactDeadline::get)
 }
 
 /// Tells the enclosing layer, if any, that a failure went through a retrying layer.
@@ -51,20 +126,40 @@ pub(crate) fn mark_inner_failure() {
     let _ = TASK_LAYER.try_with(|layer| layer.inner_failed.set(true));
 }
 
-/// Runs `fut` as an attempt of a layer with `deadline`: its output, and whether a
-/// failure came out of an inner layer while it ran.
-pub(crate) async fn run_async<F: Future>(deadline: Option<Instant>, fut: F) -> (F::Output, bool) {
+pin_project_lite::pin_project! {
+    /// A future run as an attempt of a layer: its output, and whether a failure came out
+    /// of an inner layer while it ran. A plain struct around the task-local scope, so
+    /// the future holds the attempt once, not once per wrapping `async fn`.
+    pub(crate) struct InLayer<F> {
+        #[pin]
+        scoped: TaskLocalFuture<Layer, F>,
+    }
+}
+
+impl<F: Future> Future for InLayer<F> {
+    type Output = (F::Output, bool);
+
+    #[inline]
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let mut scoped = self.project().scoped;
+        let output = std::task::ready!(scoped.as_mut().poll(cx));
+        let inner_failed = scoped
+            .take_value()
+            .is_some_and(|layer| layer.inner_failed.get());
+        Poll::Ready((output, inner_failed))
+    }
+}
+
+/// Runs `fut` as an attempt of a layer with `deadline`.
+#[inline]
+pub(crate) fn in_layer<F: Future>(deadline: Option<Instant>, fut: F) -> InLayer<F> {
     let layer = Layer {
-        deadline,
+        deadline: CompactDeadline::new(deadline),
         inner_failed: Cell::new(false),
     };
-    TASK_LAYER
-        .scope(layer, async move {
-            let output = fut.await;
-            let inner_failed = TASK_LAYER.with(|layer| layer.inner_failed.get());
-            (output, inner_failed)
-        })
-        .await
+    InLayer {
+        scoped: TASK_LAYER.scope(layer, fut),
+    }
 }
 
 /// Runs `f` as an attempt of a blocking layer with `deadline`.
@@ -76,7 +171,7 @@ pub(crate) fn run_blocking<T>(deadline: Option<Instant>, f: impl FnOnce() -> T) 
         }
     }
     let _restore = Restore(THREAD_FRAME.replace(Some(Frame {
-        deadline,
+        deadline: CompactDeadline::new(deadline),
         inner_failed: false,
     })));
     let output = f();
@@ -89,7 +184,7 @@ pub(crate) fn run_blocking<T>(deadline: Option<Instant>, f: impl FnOnce() -> T) 
 /// call is passed on to the enclosing layer.
 pub(crate) async fn with_deadline<F: Future>(deadline: Option<Instant>, fut: F) -> F::Output {
     let deadline = earliest(deadline, enclosing_deadline());
-    let (output, inner_failed) = run_async(deadline, fut).await;
+    let (output, inner_failed) = in_layer(deadline, fut).await;
     if inner_failed {
         mark_inner_failure();
     }
@@ -99,12 +194,9 @@ pub(crate) async fn with_deadline<F: Future>(deadline: Option<Instant>, fut: F) 
 /// `fut` with `deadline`, cut at any enclosing deadline, as the deadline of everything
 /// inside it: a nameable future, for a tower service to return.
 #[cfg(feature = "tower")]
-pub(crate) fn scoped<F: Future>(
-    deadline: Option<Instant>,
-    fut: F,
-) -> tokio::task::futures::TaskLocalFuture<Layer, F> {
+pub(crate) fn scoped<F: Future>(deadline: Option<Instant>, fut: F) -> TaskLocalFuture<Layer, F> {
     let layer = Layer {
-        deadline: earliest(deadline, enclosing_deadline()),
+        deadline: CompactDeadline::new(earliest(deadline, enclosing_deadline())),
         inner_failed: Cell::new(false),
     };
     TASK_LAYER.scope(layer, fut)

@@ -6,6 +6,10 @@
 
 use std::fmt;
 use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use crate::layer::InLayer;
 
 pub use std::time::Duration;
 
@@ -196,25 +200,52 @@ where
         .map_err(|open| R::from_err(FromCircuitOpen::from_circuit_open(open)))
 }
 
-/// Runs one attempt of an async function, as a layer that nested calls can see.
-#[inline]
-pub async fn attempt<F: Future, C: Clock>(call: &Retry<'_, C>, attempt: F) -> Attempt<F::Output> {
-    #[cfg(feature = "tracing")]
-    if let Some(span) = call.span() {
-        use tracing::Instrument;
-        let attempt = attempt.instrument(span.clone());
-        let (outcome, retried_inside) = crate::layer::run_async(call.deadline(), attempt).await;
-        return Attempt {
+/// The span an attempt runs in: the call's, once it has failed and a subscriber wants
+/// one.
+#[cfg(feature = "tracing")]
+type SpanRef<'a> = Option<&'a tracing::Span>;
+#[cfg(not(feature = "tracing"))]
+type SpanRef<'a> = std::marker::PhantomData<&'a ()>;
+
+pin_project_lite::pin_project! {
+    /// One attempt of an async function, run as a layer that nested calls can see, in
+    /// the call's span.
+    pub struct AttemptFuture<'a, F> {
+        #[pin]
+        inner: InLayer<F>,
+        span: SpanRef<'a>,
+    }
+}
+
+impl<F: Future> Future for AttemptFuture<'_, F> {
+    type Output = Attempt<F::Output>;
+
+    #[inline]
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.project();
+        #[cfg(feature = "tracing")]
+        let _entered = this.span.map(tracing::Span::enter);
+        let (outcome, retried_inside) = std::task::ready!(this.inner.poll(cx));
+        Poll::Ready(Attempt {
             outcome,
             retried_inside,
             timed_out: false,
-        };
+        })
     }
-    let (outcome, retried_inside) = crate::layer::run_async(call.deadline(), attempt).await;
-    Attempt {
-        outcome,
-        retried_inside,
-        timed_out: false,
+}
+
+/// Runs one attempt of an async function.
+#[inline]
+pub fn attempt<'a, F: Future, C: Clock>(
+    call: &'a Retry<'_, C>,
+    attempt: F,
+) -> AttemptFuture<'a, F> {
+    AttemptFuture {
+        inner: crate::layer::in_layer(call.deadline(), attempt),
+        #[cfg(feature = "tracing")]
+        span: call.span(),
+        #[cfg(not(feature = "tracing"))]
+        span: std::marker::PhantomData,
     }
 }
 
@@ -228,31 +259,50 @@ where
     R::from_err(FromTimeout::from_timeout(timeout))
 }
 
+pin_project_lite::pin_project! {
+    /// One attempt of an async function, cut at its time limit.
+    pub struct AttemptWithin<'a, F: Future> {
+        #[pin]
+        inner: tokio::time::Timeout<AttemptFuture<'a, F>>,
+        limit: Duration,
+        timed_out: fn(AttemptTimedOut) -> F::Output,
+    }
+}
+
+impl<F: Future> Future for AttemptWithin<'_, F> {
+    type Output = Attempt<F::Output>;
+
+    #[inline]
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.project();
+        Poll::Ready(match std::task::ready!(this.inner.poll(cx)) {
+            Ok(attempt) => attempt,
+            Err(_) => Attempt {
+                outcome: (this.timed_out)(AttemptTimedOut::after(*this.limit)),
+                retried_inside: false,
+                timed_out: true,
+            },
+        })
+    }
+}
+
 /// Runs one attempt of an async function for at most its time limit; `timed_out` makes
 /// the outcome of an attempt cut short.
 #[inline]
-pub async fn attempt_within<F, C>(
-    call: &Retry<'_, C>,
-    attempt: F,
+pub fn attempt_within<'a, F, C>(
+    call: &'a Retry<'_, C>,
+    future: F,
     timed_out: fn(AttemptTimedOut) -> F::Output,
-) -> Attempt<F::Output>
+) -> AttemptWithin<'a, F>
 where
     F: Future,
     C: Clock,
 {
     let limit = call.attempt_limit().unwrap_or(Duration::MAX);
-    let run = crate::layer::run_async(call.deadline(), attempt);
-    match tokio::time::timeout(limit, run).await {
-        Ok((outcome, retried_inside)) => Attempt {
-            outcome,
-            retried_inside,
-            timed_out: false,
-        },
-        Err(_) => Attempt {
-            outcome: timed_out(AttemptTimedOut::after(limit)),
-            retried_inside: false,
-            timed_out: true,
-        },
+    AttemptWithin {
+        inner: tokio::time::timeout(limit, attempt(call, future)),
+        limit,
+        timed_out,
     }
 }
 

@@ -10,6 +10,7 @@ use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
 use crate::attempt::GiveUp;
+use crate::telemetry::reason_index;
 
 /// Buckets of the attempts-to-success distribution: 1, 2, 3, 4, 5, 6-10, 11 or more.
 const BUCKETS: usize = 7;
@@ -35,6 +36,8 @@ pub struct RetryStats {
     failed_attempts: AtomicU64,
     /// Time spent waiting between attempts, in nanoseconds.
     waited_nanos: AtomicU64,
+    #[cfg(feature = "metrics")]
+    labels: crate::telemetry::MetricLabels,
 }
 
 /// A copy of a function's counters.
@@ -101,19 +104,6 @@ impl StatsSnapshot {
     }
 }
 
-fn reason_index(reason: GiveUp) -> usize {
-    match reason {
-        GiveUp::Permanent => 0,
-        GiveUp::AttemptsExhausted => 1,
-        GiveUp::DeadlineExceeded => 2,
-        GiveUp::RetryAfterTooLong => 3,
-        GiveUp::BudgetExhausted => 4,
-        GiveUp::RetriedInside => 5,
-        GiveUp::CircuitOpen => 6,
-        GiveUp::UncertainExhausted => 7,
-    }
-}
-
 static REGISTRY: Mutex<Vec<&'static RetryStats>> = Mutex::new(Vec::new());
 
 impl RetryStats {
@@ -127,7 +117,15 @@ impl RetryStats {
             failed: [const { AtomicU64::new(0) }; REASONS],
             failed_attempts: AtomicU64::new(0),
             waited_nanos: AtomicU64::new(0),
+            #[cfg(feature = "metrics")]
+            labels: crate::telemetry::MetricLabels::new(name),
         }
+    }
+
+    /// The labels of this function's metrics.
+    #[cfg(feature = "metrics")]
+    pub(crate) fn labels(&self) -> &crate::telemetry::MetricLabels {
+        &self.labels
     }
 
     /// The function's path.
@@ -186,14 +184,16 @@ impl RetryStats {
         let attempts_to_success: [u64; BUCKETS] = std::array::from_fn(|i| load(&self.succeeded[i]));
         let succeeded: u64 = attempts_to_success.iter().sum();
         let f: [u64; REASONS] = std::array::from_fn(|i| load(&self.failed[i]));
+        let count = |reason| f[reason_index(reason)];
         let failed = FailureCounts {
-            permanent: f[0],
-            attempts_exhausted: f[1] + f[7],
-            deadline: f[2],
-            retry_after_too_long: f[3],
-            budget_refused: f[4],
-            retried_inside: f[5],
-            circuit_open: f[6],
+            permanent: count(GiveUp::Permanent),
+            attempts_exhausted: count(GiveUp::AttemptsExhausted)
+                + count(GiveUp::UncertainExhausted),
+            deadline: count(GiveUp::DeadlineExceeded),
+            retry_after_too_long: count(GiveUp::RetryAfterTooLong),
+            budget_refused: count(GiveUp::BudgetExhausted),
+            retried_inside: count(GiveUp::RetriedInside),
+            circuit_open: count(GiveUp::CircuitOpen),
         };
         let requests = succeeded + failed.total();
         let attempts = attempts_to_success[0]

@@ -104,11 +104,10 @@ pub(crate) fn retrying(
     });
     #[cfg(feature = "metrics")]
     {
-        let function = policy.name();
-        metrics::counter!("persevere_attempts_total", "function" => function).increment(1);
-        metrics::counter!("persevere_retries_total", "function" => function).increment(1);
-        metrics::histogram!("persevere_wait_seconds", "function" => function)
-            .record(wait.as_secs_f64());
+        let labels = labels(policy);
+        counter("persevere_attempts_total", &labels.function).increment(1);
+        counter("persevere_retries_total", &labels.function).increment(1);
+        histogram("persevere_wait_seconds", &labels.function).record(wait.as_secs_f64());
     }
     let _ = (policy, attempt, error, class, wait);
 }
@@ -129,12 +128,10 @@ pub(crate) fn succeeded(policy: &Policy, span: &CallSpan, attempts: u32, elapsed
     }
     #[cfg(feature = "metrics")]
     {
-        let function = policy.name();
-        metrics::counter!("persevere_attempts_total", "function" => function).increment(1);
-        metrics::counter!("persevere_calls_total", "function" => function, "outcome" => "ok")
-            .increment(1);
-        metrics::histogram!("persevere_attempts_per_success", "function" => function)
-            .record(f64::from(attempts));
+        let labels = labels(policy);
+        counter("persevere_attempts_total", &labels.function).increment(1);
+        counter("persevere_calls_total", &labels.ok).increment(1);
+        histogram("persevere_attempts_per_success", &labels.function).record(f64::from(attempts));
     }
     let _ = (policy, elapsed);
 }
@@ -164,17 +161,18 @@ pub(crate) fn gave_up(
     });
     #[cfg(feature = "metrics")]
     {
-        let function = policy.name();
+        let labels = labels(policy);
         if error.is_some() {
-            metrics::counter!("persevere_attempts_total", "function" => function).increment(1);
+            counter("persevere_attempts_total", &labels.function).increment(1);
         }
-        metrics::counter!("persevere_calls_total", "function" => function, "outcome" => "error")
-            .increment(1);
-        metrics::counter!("persevere_give_ups_total", "function" => function, "reason" => reason_label(reason))
-            .increment(1);
+        counter("persevere_calls_total", &labels.error).increment(1);
+        counter(
+            "persevere_give_ups_total",
+            &labels.reasons[reason_index(reason)],
+        )
+        .increment(1);
         if reason == GiveUp::BudgetExhausted {
-            metrics::counter!("persevere_budget_refusals_total", "function" => function)
-                .increment(1);
+            counter("persevere_budget_refusals_total", &labels.function).increment(1);
         }
     }
     let _ = (policy, attempts, elapsed, reason, error);
@@ -194,13 +192,13 @@ pub(crate) fn breaker_moved(policy: &Policy, state: BreakerState) {
     }
     #[cfg(feature = "metrics")]
     {
+        let labels = labels(policy);
         let to = match state {
-            BreakerState::Open => "open",
-            BreakerState::Closed => "closed",
-            BreakerState::HalfOpen => "half_open",
+            BreakerState::Open => &labels.to_open,
+            BreakerState::Closed => &labels.to_closed,
+            BreakerState::HalfOpen => &labels.to_half_open,
         };
-        metrics::counter!("persevere_breaker_transitions_total", "function" => policy.name(), "to" => to)
-            .increment(1);
+        counter("persevere_breaker_transitions_total", to).increment(1);
     }
     let _ = (policy, state);
 }
@@ -217,16 +215,102 @@ fn is_alarming(reason: GiveUp) -> bool {
     )
 }
 
-/// The `reason` label of `persevere_give_ups_total`.
-pub fn reason_label(reason: GiveUp) -> &'static str {
+/// The `reason` labels of `persevere_give_ups_total`, in the order of [`reason_index`].
+pub const REASONS: [&str; 8] = [
+    "permanent",
+    "attempts_exhausted",
+    "uncertain_exhausted",
+    "deadline",
+    "retry_after_too_long",
+    "budget_refused",
+    "retried_inside",
+    "circuit_open",
+];
+
+/// The position of `reason` in [`REASONS`].
+pub const fn reason_index(reason: GiveUp) -> usize {
     match reason {
-        GiveUp::Permanent => "permanent",
-        GiveUp::AttemptsExhausted => "attempts_exhausted",
-        GiveUp::UncertainExhausted => "uncertain_exhausted",
-        GiveUp::DeadlineExceeded => "deadline",
-        GiveUp::RetryAfterTooLong => "retry_after_too_long",
-        GiveUp::BudgetExhausted => "budget_refused",
-        GiveUp::RetriedInside => "retried_inside",
-        GiveUp::CircuitOpen => "circuit_open",
+        GiveUp::Permanent => 0,
+        GiveUp::AttemptsExhausted => 1,
+        GiveUp::UncertainExhausted => 2,
+        GiveUp::DeadlineExceeded => 3,
+        GiveUp::RetryAfterTooLong => 4,
+        GiveUp::BudgetExhausted => 5,
+        GiveUp::RetriedInside => 6,
+        GiveUp::CircuitOpen => 7,
     }
+}
+
+/// The label sets of one function's metrics, built in `const` context from its name, so
+/// that recording a metric allocates nothing, recorder or not.
+#[cfg(feature = "metrics")]
+#[derive(Debug)]
+pub struct MetricLabels {
+    function: [metrics::Label; 1],
+    ok: [metrics::Label; 2],
+    error: [metrics::Label; 2],
+    reasons: [[metrics::Label; 2]; 8],
+    to_open: [metrics::Label; 2],
+    to_closed: [metrics::Label; 2],
+    to_half_open: [metrics::Label; 2],
+}
+
+#[cfg(feature = "metrics")]
+impl MetricLabels {
+    /// The labels of the function `name`.
+    pub const fn new(name: &'static str) -> Self {
+        use metrics::Label;
+        const fn pair(name: &'static str, key: &'static str, value: &'static str) -> [Label; 2] {
+            [
+                Label::from_static_parts("function", name),
+                Label::from_static_parts(key, value),
+            ]
+        }
+        let reasons = [
+            pair(name, "reason", REASONS[0]),
+            pair(name, "reason", REASONS[1]),
+            pair(name, "reason", REASONS[2]),
+            pair(name, "reason", REASONS[3]),
+            pair(name, "reason", REASONS[4]),
+            pair(name, "reason", REASONS[5]),
+            pair(name, "reason", REASONS[6]),
+            pair(name, "reason", REASONS[7]),
+        ];
+        Self {
+            function: [Label::from_static_parts("function", name)],
+            ok: pair(name, "outcome", "ok"),
+            error: pair(name, "outcome", "error"),
+            reasons,
+            to_open: pair(name, "to", "open"),
+            to_closed: pair(name, "to", "closed"),
+            to_half_open: pair(name, "to", "half_open"),
+        }
+    }
+}
+
+/// The labels of calls under `policy`: its function's, or those of policies without
+/// statistics.
+#[cfg(feature = "metrics")]
+fn labels(policy: &Policy) -> &'static MetricLabels {
+    static UNNAMED: MetricLabels = MetricLabels::new("retry");
+    match policy.stats() {
+        Some(stats) => stats.labels(),
+        None => &UNNAMED,
+    }
+}
+
+#[cfg(feature = "metrics")]
+static METADATA: metrics::Metadata<'static> =
+    metrics::Metadata::new("persevere", metrics::Level::INFO, Some("persevere"));
+
+#[cfg(feature = "metrics")]
+fn counter(name: &'static str, labels: &'static [metrics::Label]) -> metrics::Counter {
+    let key = metrics::Key::from_static_parts(name, labels);
+    metrics::with_recorder(|recorder| recorder.register_counter(&key, &METADATA))
+}
+
+#[cfg(feature = "metrics")]
+fn histogram(name: &'static str, labels: &'static [metrics::Label]) -> metrics::Histogram {
+    let key = metrics::Key::from_static_parts(name, labels);
+    metrics::with_recorder(|recorder| recorder.register_histogram(&key, &METADATA))
 }
