@@ -60,7 +60,7 @@ fn contend(path: &Path, write: fn(&mut Connection, i64, i64) -> rusqlite::Result
     let blocker = connect(path);
     blocker.execute_batch("BEGIN IMMEDIATE").unwrap();
     let start = Barrier::new(THREADS as usize + 1);
-    let failures = std::thread::scope(|s| {
+    std::thread::scope(|s| {
         let workers: Vec<_> = (0..THREADS)
             .map(|writer| {
                 let start = &start;
@@ -80,8 +80,7 @@ fn contend(path: &Path, write: fn(&mut Connection, i64, i64) -> rusqlite::Result
             .into_iter()
             .map(|w| w.join().unwrap())
             .sum::<usize>()
-    });
-    failures
+    })
 }
 
 fn rows(path: &Path) -> (i64, i64) {

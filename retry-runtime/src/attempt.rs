@@ -12,7 +12,7 @@ use rand::Rng;
 use crate::backoff::Backoff;
 use crate::breaker::Permit;
 use crate::classify::Class;
-use crate::layer::CompactInstant;
+use crate::layer::{CompactDeadline, CompactInstant};
 use crate::policy::Policy;
 
 /// What to do after a failed attempt.
@@ -98,9 +98,14 @@ pub struct RetryState<'p> {
 impl<'p> RetryState<'p> {
     /// The state of a call that starts its first attempt at `now`.
     pub fn new(policy: &'p Policy, now: Instant) -> Self {
+        Self::starting(policy, CompactInstant::new(now))
+    }
+
+    #[inline]
+    pub(crate) fn starting(policy: &'p Policy, started: CompactInstant) -> Self {
         Self {
             policy,
-            started: CompactInstant::new(now),
+            started,
             deadline: u64::try_from(policy.deadline().as_nanos()).unwrap_or(u64::MAX),
             attempts: 1,
             uncertain: 0,
@@ -123,12 +128,24 @@ impl<'p> RetryState<'p> {
 
     /// The same call, its deadline cut to `outer` if that is earlier: a nested call
     /// never outlives the call it serves.
-    pub fn within(mut self, outer: Option<Instant>) -> Self {
+    pub fn within(self, outer: Option<Instant>) -> Self {
+        self.within_compact(outer.map(CompactInstant::new))
+    }
+
+    #[inline]
+    pub(crate) fn within_compact(mut self, outer: Option<CompactInstant>) -> Self {
         if let Some(outer) = outer {
-            let left = outer.saturating_duration_since(self.started()).as_nanos();
-            self.deadline = self.deadline.min(u64::try_from(left).unwrap_or(u64::MAX));
+            self.deadline = self.deadline.min(self.started.nanos_until(outer));
         }
         self
+    }
+
+    /// The deadline, compact, for the layer of each attempt.
+    #[inline]
+    pub(crate) fn compact_deadline(&self) -> CompactDeadline {
+        CompactDeadline::from_compact(
+            (self.deadline != u64::MAX).then(|| self.started.plus_nanos(self.deadline)),
+        )
     }
 
     /// The policy this call follows.

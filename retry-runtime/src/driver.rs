@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use crate::attempt::{GiveUp, RetryState, Step};
 use crate::breaker::CircuitOpen;
 use crate::classify::{Class, Classify};
-use crate::layer;
+use crate::layer::{self, CompactDeadline, CompactInstant};
 use crate::policy::{Nesting, Policy};
 use crate::rng::with_thread_rng;
 use crate::telemetry::{self, CallSpan};
@@ -63,13 +63,13 @@ impl<'p, C: Clock> Retry<'p, C> {
     /// deadline scope, its deadline is cut to the enclosing one.
     #[inline]
     pub fn start(policy: &'p Policy) -> Self {
-        let now = C::now();
-        policy.budget().deposit(now);
+        let now = CompactInstant::new(C::now());
+        policy.budget().deposit_compact(now);
         if let Some(stats) = policy.stats() {
             stats.register();
         }
         Self {
-            state: RetryState::new(policy, now).within(layer::enclosing_deadline()),
+            state: RetryState::starting(policy, now).within_compact(layer::enclosing().compact()),
             span: Default::default(),
             clock: PhantomData,
         }
@@ -124,7 +124,7 @@ impl<'p, C: Clock> Retry<'p, C> {
             stats.record_success(attempts);
         }
         if attempts > 1 || cfg!(feature = "metrics") {
-            telemetry::succeeded(policy, &self.span, attempts, self.elapsed());
+            telemetry::succeeded(policy, &self.span, attempts, || self.elapsed());
         }
     }
 
@@ -244,6 +244,12 @@ impl<'p, C: Clock> Retry<'p, C> {
     pub fn deadline(&self) -> Option<Instant> {
         self.state.deadline()
     }
+
+    /// The deadline, compact, for the layer of each attempt.
+    #[inline]
+    pub(crate) fn layer_deadline(&self) -> CompactDeadline {
+        self.state.compact_deadline()
+    }
 }
 
 /// Whether the call still needs its span opened.
@@ -313,7 +319,7 @@ where
     let mut call = Retry::<TokioClock>::start(policy);
     loop {
         call.admit()?;
-        let attempt = layer::in_layer(call.deadline(), op());
+        let attempt = layer::in_layer(call.layer_deadline(), op());
         let (outcome, class, inside) = match call.attempt_limit() {
             None => {
                 let (outcome, inside) = attempt.await;
@@ -339,7 +345,9 @@ where
         match wait {
             None => return outcome,
             Some(wait) => {
-                tokio::time::sleep(wait).await;
+                if !wait.is_zero() {
+                    tokio::time::sleep(wait).await;
+                }
                 if !call.resume() {
                     return outcome;
                 }
@@ -374,7 +382,7 @@ where
     let mut call = Retry::<SystemClock>::start(policy);
     loop {
         call.admit()?;
-        let (outcome, inside) = layer::run_blocking(call.deadline(), &mut op);
+        let (outcome, inside) = layer::run_blocking(call.layer_deadline(), &mut op);
         let wait = match &outcome {
             Ok(_) => {
                 call.after_success();
@@ -385,7 +393,9 @@ where
         match wait {
             None => return outcome,
             Some(wait) => {
-                std::thread::sleep(wait);
+                if !wait.is_zero() {
+                    std::thread::sleep(wait);
+                }
                 if !call.resume() {
                     return outcome;
                 }

@@ -49,6 +49,27 @@ impl CompactInstant {
         Self(NonZeroU64::new(stored).expect("clamped to at least 1"))
     }
 
+    /// A monotonic count of nanoseconds (from 2^63 before the process-wide origin), for
+    /// windows and durations between instants; never clamped, so instants a paused
+    /// clock reads from before the origin keep their distances.
+    #[inline]
+    pub(crate) fn ticks(self) -> u64 {
+        self.0.get()
+    }
+
+    /// This instant plus `nanos`, saturating short of the farthest instant.
+    #[inline]
+    pub(crate) fn plus_nanos(self, nanos: u64) -> Self {
+        let stored = self.0.get().saturating_add(nanos).min(u64::MAX - 1);
+        Self(NonZeroU64::new(stored).expect("at least the original, which is not zero"))
+    }
+
+    /// The nanoseconds from `self` to `later`, zero if `later` is not later.
+    #[inline]
+    pub(crate) fn nanos_until(self, later: Self) -> u64 {
+        later.0.get().saturating_sub(self.0.get())
+    }
+
     pub(crate) fn get(self) -> Instant {
         let nanos = i128::from(self.0.get()) - Self::OFFSET;
         let origin = Self::origin();
@@ -65,20 +86,30 @@ impl CompactInstant {
 /// An optional deadline in 8 bytes, `None` stored as the farthest instant, so that the
 /// zero niche is left for an `Option` around the layer that holds it.
 #[derive(Clone, Copy)]
-struct CompactDeadline(CompactInstant);
+pub(crate) struct CompactDeadline(CompactInstant);
 
 impl CompactDeadline {
     const NONE: NonZeroU64 = NonZeroU64::MAX;
 
-    fn new(deadline: Option<Instant>) -> Self {
+    pub(crate) fn new(deadline: Option<Instant>) -> Self {
+        Self::from_compact(deadline.map(CompactInstant::new))
+    }
+
+    #[inline]
+    pub(crate) fn from_compact(deadline: Option<CompactInstant>) -> Self {
         match deadline {
-            Some(deadline) => Self(CompactInstant::new(deadline)),
+            Some(deadline) => Self(deadline),
             None => Self(CompactInstant(Self::NONE)),
         }
     }
 
+    #[inline]
+    pub(crate) fn compact(self) -> Option<CompactInstant> {
+        (self.0.0 != Self::NONE).then_some(self.0)
+    }
+
     fn get(self) -> Option<Instant> {
-        (self.0.0 != Self::NONE).then(|| self.0.get())
+        self.compact().map(CompactInstant::get)
     }
 }
 
@@ -107,13 +138,18 @@ thread_local! {
 /// The deadline of the enclosing layer, if any.
 #[inline]
 pub(crate) fn enclosing_deadline() -> Option<Instant> {
+    enclosing().get()
+}
+
+/// The deadline of the enclosing layer, compact.
+#[inline]
+pub(crate) fn enclosing() -> CompactDeadline {
     if let Some(frame) = THREAD_FRAME.get() {
-        return frame.deadline.get();
+        return frame.deadline;
     }
     TASK_LAYER
         .try_with(|layer| layer.deadline)
-        .ok()
-        .and_then(CompactDeadline::get)
+        .unwrap_or(CompactDeadline(CompactInstant(CompactDeadline::NONE)))
 }
 
 /// Tells the enclosing layer, if any, that a failure went through a retrying layer.
@@ -152,9 +188,9 @@ impl<F: Future> Future for InLayer<F> {
 
 /// Runs `fut` as an attempt of a layer with `deadline`.
 #[inline]
-pub(crate) fn in_layer<F: Future>(deadline: Option<Instant>, fut: F) -> InLayer<F> {
+pub(crate) fn in_layer<F: Future>(deadline: CompactDeadline, fut: F) -> InLayer<F> {
     let layer = Layer {
-        deadline: CompactDeadline::new(deadline),
+        deadline,
         inner_failed: Cell::new(false),
     };
     InLayer {
@@ -163,7 +199,7 @@ pub(crate) fn in_layer<F: Future>(deadline: Option<Instant>, fut: F) -> InLayer<
 }
 
 /// Runs `f` as an attempt of a blocking layer with `deadline`.
-pub(crate) fn run_blocking<T>(deadline: Option<Instant>, f: impl FnOnce() -> T) -> (T, bool) {
+pub(crate) fn run_blocking<T>(deadline: CompactDeadline, f: impl FnOnce() -> T) -> (T, bool) {
     struct Restore(Option<Frame>);
     impl Drop for Restore {
         fn drop(&mut self) {
@@ -171,7 +207,7 @@ pub(crate) fn run_blocking<T>(deadline: Option<Instant>, f: impl FnOnce() -> T) 
         }
     }
     let _restore = Restore(THREAD_FRAME.replace(Some(Frame {
-        deadline: CompactDeadline::new(deadline),
+        deadline,
         inner_failed: false,
     })));
     let output = f();
@@ -184,7 +220,7 @@ pub(crate) fn run_blocking<T>(deadline: Option<Instant>, f: impl FnOnce() -> T) 
 /// call is passed on to the enclosing layer.
 pub(crate) async fn with_deadline<F: Future>(deadline: Option<Instant>, fut: F) -> F::Output {
     let deadline = earliest(deadline, enclosing_deadline());
-    let (output, inner_failed) = in_layer(deadline, fut).await;
+    let (output, inner_failed) = in_layer(CompactDeadline::new(deadline), fut).await;
     if inner_failed {
         mark_inner_failure();
     }

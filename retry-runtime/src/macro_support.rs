@@ -241,7 +241,7 @@ pub fn attempt<'a, F: Future, C: Clock>(
     attempt: F,
 ) -> AttemptFuture<'a, F> {
     AttemptFuture {
-        inner: crate::layer::in_layer(call.deadline(), attempt),
+        inner: crate::layer::in_layer(call.layer_deadline(), attempt),
         #[cfg(feature = "tracing")]
         span: call.span(),
         #[cfg(not(feature = "tracing"))]
@@ -312,7 +312,7 @@ pub fn attempt_blocking<R, C: Clock>(
     call: &Retry<'_, C>,
     attempt: impl FnOnce() -> R,
 ) -> Attempt<R> {
-    let (outcome, retried_inside) = crate::layer::run_blocking(call.deadline(), attempt);
+    let (outcome, retried_inside) = crate::layer::run_blocking(call.layer_deadline(), attempt);
     Attempt {
         outcome,
         retried_inside,
@@ -419,16 +419,41 @@ impl<E: From<AttemptTimedOut>> FromTimeout for E {
     }
 }
 
-/// Waits before the next attempt of an async function, on tokio's timer.
+pin_project_lite::pin_project! {
+    /// The wait before the next attempt of an async function, on tokio's timer; none at
+    /// all for a zero wait, which tokio would round up to its next millisecond.
+    pub struct Pause {
+        #[pin]
+        sleep: Option<tokio::time::Sleep>,
+    }
+}
+
+impl Future for Pause {
+    type Output = ();
+
+    #[inline]
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        match self.project().sleep.as_pin_mut() {
+            Some(sleep) => sleep.poll(cx),
+            None => Poll::Ready(()),
+        }
+    }
+}
+
+/// Waits before the next attempt of an async function.
 #[inline]
-pub fn sleep(wait: Duration) -> tokio::time::Sleep {
-    tokio::time::sleep(wait)
+pub fn sleep(wait: Duration) -> Pause {
+    Pause {
+        sleep: (!wait.is_zero()).then(|| tokio::time::sleep(wait)),
+    }
 }
 
 /// Waits before the next attempt of a blocking function.
 #[inline]
 pub fn block(wait: Duration) {
-    std::thread::sleep(wait)
+    if !wait.is_zero() {
+        std::thread::sleep(wait);
+    }
 }
 
 /// The type of a `#[retry_after]` field of a `#[derive(Classify)]` error.

@@ -114,8 +114,15 @@ pub(crate) fn retrying(
 
 /// A call succeeded at its attempt number `attempts`.
 #[inline]
-pub(crate) fn succeeded(policy: &Policy, span: &CallSpan, attempts: u32, elapsed: Duration) {
+pub(crate) fn succeeded(
+    policy: &Policy,
+    span: &CallSpan,
+    attempts: u32,
+    elapsed: impl FnOnce() -> Duration,
+) {
     if attempts > 1 {
+        let elapsed = elapsed();
+        let _ = elapsed;
         in_span(span, || {
             #[cfg(feature = "tracing")]
             tracing::debug!(
@@ -133,7 +140,7 @@ pub(crate) fn succeeded(policy: &Policy, span: &CallSpan, attempts: u32, elapsed
         counter("persevere_calls_total", &labels.ok).increment(1);
         histogram("persevere_attempts_per_success", &labels.function).record(f64::from(attempts));
     }
-    let _ = (policy, elapsed);
+    let _ = policy;
 }
 
 /// A call gave up after `attempts` attempts.

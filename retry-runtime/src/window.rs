@@ -2,27 +2,25 @@
 //! word holding the slot's period number (its epoch) and its count, so a stale slot is
 //! recognised and restarted by whoever next counts in it.
 
-use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
+
+use crate::layer::CompactInstant;
 
 /// How many slots a window is cut into: counts expire one slot at a time.
 pub(crate) const SLOTS: usize = 10;
 
-/// Turns instants into slot numbers, counted from first use.
+/// Turns instants into slot numbers, counted from the process-wide origin of
+/// [`CompactInstant`].
 #[derive(Debug)]
 pub(crate) struct Epochs {
-    origin: OnceLock<Instant>,
     slot_nanos: u64,
 }
 
 impl Epochs {
     /// Slots of a tenth of `window` each.
     pub(crate) const fn new(window: Duration) -> Self {
-        let mut epochs = Self {
-            origin: OnceLock::new(),
-            slot_nanos: 1,
-        };
+        let mut epochs = Self { slot_nanos: 1 };
         epochs.set_window(window);
         epochs
     }
@@ -42,16 +40,21 @@ impl Epochs {
         };
     }
 
-    /// The slot number of `now`. Wraps after 2^32 slots (136 years at 1 s slots): only
-    /// equality and short distances between epochs are ever compared.
+    /// The slot number of `now`. Wraps every 2^32 slots: only equality and short
+    /// distances between epochs are ever compared.
     pub(crate) fn epoch(&self, now: Instant) -> u32 {
-        (self.nanos_since_origin(now) / self.slot_nanos) as u32
+        self.epoch_of(CompactInstant::new(now))
     }
 
-    /// Nanoseconds from first use to `now`, saturating.
+    /// The slot number of `now`.
+    #[inline]
+    pub(crate) fn epoch_of(&self, now: CompactInstant) -> u32 {
+        (now.ticks() / self.slot_nanos) as u32
+    }
+
+    /// `now` as monotonic nanoseconds, for durations between instants.
     pub(crate) fn nanos_since_origin(&self, now: Instant) -> u64 {
-        let origin = *self.origin.get_or_init(|| now);
-        u64::try_from(now.saturating_duration_since(origin).as_nanos()).unwrap_or(u64::MAX)
+        CompactInstant::new(now).ticks()
     }
 }
 

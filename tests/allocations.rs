@@ -1,0 +1,229 @@
+//! A retried call allocates nothing: not when it succeeds at once, not when it is
+//! retried, on the async path or the blocking one.
+//!
+//! A counting global allocator counts the allocations of the current thread only, while
+//! counting is on, so the other tests of this binary (run on other threads) do not
+//! interfere. Each check warms up first: a function's first call registers its
+//! statistics and may initialise thread-locals (the jitter generator), which is
+//! allowed to allocate once.
+//!
+//! On a failure, the test prints a backtrace of each counted allocation (the first few),
+//! which names the code that allocated.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::backtrace::Backtrace;
+use std::cell::Cell;
+use std::hint::black_box;
+
+use persevere::{Class, Classify, RetryBudget, idempotent, retry};
+
+struct Counting;
+
+thread_local! {
+    static COUNTING: Cell<bool> = const { Cell::new(false) };
+    static COUNT: Cell<u64> = const { Cell::new(0) };
+    static TRACES: Cell<u32> = const { Cell::new(0) };
+}
+
+/// How many allocations get a backtrace printed, per counted section.
+const TRACED: u32 = 4;
+
+impl Counting {
+    fn record(&self, what: &str, size: usize) {
+        // `try_with`: the thread-locals may be gone while a thread shuts down.
+        if !COUNTING.try_with(Cell::get).unwrap_or(false) {
+            return;
+        }
+        COUNT.set(COUNT.get() + 1);
+        if TRACES.get() < TRACED {
+            TRACES.set(TRACES.get() + 1);
+            // The backtrace allocates: not counted.
+            COUNTING.set(false);
+            let trace = Backtrace::force_capture();
+            eprintln!("counted {what} of {size} bytes at:\n{trace}");
+            COUNTING.set(true);
+        }
+    }
+}
+
+// SAFETY: every call is passed on to `System` unchanged; counting touches only
+// thread-locals that need no allocation (`const`-initialised `Cell`s without `Drop`).
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        self.record("alloc", layout.size());
+        // SAFETY: the caller's contract is passed on.
+        unsafe { System.alloc(layout) }
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        self.record("alloc_zeroed", layout.size());
+        // SAFETY: the caller's contract is passed on.
+        unsafe { System.alloc_zeroed(layout) }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        self.record("realloc", new_size);
+        // SAFETY: the caller's contract is passed on.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: the caller's contract is passed on.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: Counting = Counting;
+
+/// Starts counting this thread's allocations.
+fn start_counting() {
+    COUNT.set(0);
+    TRACES.set(0);
+    COUNTING.set(true);
+}
+
+/// Stops counting: the allocations since `start_counting`.
+fn stop_counting() -> u64 {
+    COUNTING.set(false);
+    COUNT.get()
+}
+
+/// The allocations `f` makes on this thread.
+fn allocations<T>(f: impl FnOnce() -> T) -> (T, u64) {
+    start_counting();
+    let out = f();
+    (out, stop_counting())
+}
+
+#[derive(Debug, PartialEq)]
+struct Failure;
+
+impl Classify for Failure {
+    fn classify(&self) -> Class {
+        Class::Transient
+    }
+}
+
+/// Never refuses: the checks retry on every call.
+static UNLIMITED: RetryBudget = RetryBudget::unlimited();
+
+thread_local! {
+    static FAILS_LEFT: Cell<u32> = const { Cell::new(0) };
+    static ATTEMPTS: Cell<u32> = const { Cell::new(0) };
+}
+
+/// Fails while `FAILS_LEFT` lasts, then returns `x + 1`; counts its attempts.
+fn body(x: u64) -> Result<u64, Failure> {
+    ATTEMPTS.set(ATTEMPTS.get() + 1);
+    let left = FAILS_LEFT.get();
+    if left > 0 {
+        FAILS_LEFT.set(left - 1);
+        return Err(Failure);
+    }
+    black_box(Ok(x + 1))
+}
+
+/// Makes the next `fails` attempts fail, and resets the attempt count.
+fn script(fails: u32) {
+    FAILS_LEFT.set(fails);
+    ATTEMPTS.set(0);
+}
+
+#[retry]
+#[idempotent]
+async fn succeeds(x: u64) -> Result<u64, Failure> {
+    body(x)
+}
+
+#[retry(base = "0s", budget = UNLIMITED)]
+#[idempotent]
+async fn flaky(x: u64) -> Result<u64, Failure> {
+    body(x)
+}
+
+#[retry]
+#[idempotent]
+fn succeeds_blocking(x: u64) -> Result<u64, Failure> {
+    body(x)
+}
+
+#[retry(base = "0s", budget = UNLIMITED)]
+#[idempotent]
+fn flaky_blocking(x: u64) -> Result<u64, Failure> {
+    body(x)
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .expect("a current-thread runtime")
+}
+
+#[test]
+fn an_async_call_that_succeeds_at_once_allocates_nothing() {
+    let rt = runtime();
+    rt.block_on(async {
+        script(0);
+        assert_eq!(succeeds(1).await, Ok(2));
+        script(0);
+        start_counting();
+        let outcome = succeeds(black_box(1)).await;
+        let count = stop_counting();
+        assert_eq!((outcome, ATTEMPTS.get()), (Ok(2), 1));
+        assert_eq!(
+            count, 0,
+            "allocations in an async call that succeeded at once"
+        );
+    });
+}
+
+#[test]
+fn an_async_call_retried_twice_allocates_nothing() {
+    let rt = runtime();
+    rt.block_on(async {
+        script(2);
+        assert_eq!(flaky(1).await, Ok(2));
+        script(2);
+        start_counting();
+        let outcome = flaky(black_box(1)).await;
+        let count = stop_counting();
+        assert_eq!((outcome, ATTEMPTS.get()), (Ok(2), 3));
+        assert_eq!(count, 0, "allocations in an async call retried twice");
+    });
+}
+
+#[test]
+fn a_blocking_call_that_succeeds_at_once_allocates_nothing() {
+    script(0);
+    assert_eq!(succeeds_blocking(1), Ok(2));
+    script(0);
+    let (outcome, count) = allocations(|| succeeds_blocking(black_box(1)));
+    assert_eq!((outcome, ATTEMPTS.get()), (Ok(2), 1));
+    assert_eq!(
+        count, 0,
+        "allocations in a blocking call that succeeded at once"
+    );
+}
+
+#[test]
+fn a_blocking_call_retried_twice_allocates_nothing() {
+    script(2);
+    assert_eq!(flaky_blocking(1), Ok(2));
+    script(2);
+    let (outcome, count) = allocations(|| flaky_blocking(black_box(1)));
+    assert_eq!((outcome, ATTEMPTS.get()), (Ok(2), 3));
+    assert_eq!(count, 0, "allocations in a blocking call retried twice");
+}
+
+/// The counter itself works: a `Box` is one allocation.
+#[test]
+fn the_counter_counts() {
+    let (_, count) = allocations(|| {
+        // No backtrace for this one: it is expected.
+        TRACES.set(TRACED);
+        black_box(Box::new(7u64))
+    });
+    assert_eq!(count, 1);
+}

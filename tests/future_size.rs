@@ -1,0 +1,150 @@
+//! `#[retry]` keeps an async function's future small: at most 128 bytes larger than the
+//! future of the same function without the attribute.
+//!
+//! A future's size is paid on every call (it is moved into the caller's future, often
+//! by `memcpy`) and by every future that awaits it. The sizes are printed
+//! (`cargo test --test future_size -- --nocapture`), together with the pieces the
+//! generated code keeps alive across an `.await`, so a regression can be traced to one.
+
+use std::hint::black_box;
+use std::mem::{size_of, size_of_val};
+use std::time::Duration;
+
+use persevere::__private::{Attempt, Policy, Retry, TokioClock, attempt};
+use persevere::{Class, Classify, RetryState, idempotent, retry};
+
+/// The most `#[retry]` may add to a function's future.
+const MAX_GROWTH: usize = 128;
+
+#[derive(Debug, PartialEq)]
+struct Failure;
+
+impl Classify for Failure {
+    fn classify(&self) -> Class {
+        Class::Transient
+    }
+}
+
+async fn trivial(x: u64) -> Result<u64, Failure> {
+    black_box(Ok(x + 1))
+}
+
+#[retry]
+#[idempotent]
+async fn trivial_retried(x: u64) -> Result<u64, Failure> {
+    black_box(Ok(x + 1))
+}
+
+async fn sleeps(x: u64) -> Result<u64, Failure> {
+    tokio::time::sleep(Duration::from_millis(1)).await;
+    black_box(Ok(x + 1))
+}
+
+#[retry]
+#[idempotent]
+async fn sleeps_retried(x: u64) -> Result<u64, Failure> {
+    tokio::time::sleep(Duration::from_millis(1)).await;
+    black_box(Ok(x + 1))
+}
+
+/// Holds a buffer across an await: the body's own state dominates.
+async fn buffered(x: u64) -> Result<u64, Failure> {
+    let buffer = black_box([x as u8; 256]);
+    tokio::time::sleep(Duration::from_millis(1)).await;
+    black_box(Ok(u64::from(buffer[7]) + 1))
+}
+
+#[retry]
+#[idempotent]
+async fn buffered_retried(x: u64) -> Result<u64, Failure> {
+    let buffer = black_box([x as u8; 256]);
+    tokio::time::sleep(Duration::from_millis(1)).await;
+    black_box(Ok(u64::from(buffer[7]) + 1))
+}
+
+/// Checks one pair, printing both sizes.
+fn check(name: &str, plain: usize, retried: usize, bound: usize) -> Result<(), String> {
+    let growth = retried.saturating_sub(plain);
+    println!(
+        "{name:<10} plain {plain:>4} B   #[retry] {retried:>4} B   growth {growth:>4} B (at most {bound})"
+    );
+    if retried <= plain + bound {
+        Ok(())
+    } else {
+        Err(format!(
+            "`{name}`: #[retry] grows the future by {growth} bytes ({plain} -> {retried}), more than {bound}"
+        ))
+    }
+}
+
+/// What the generated code keeps across an `.await`: printed to explain a failure.
+fn print_pieces() {
+    static POLICY: Policy = Policy::new();
+    let call = Retry::<TokioClock>::start(&POLICY);
+    println!("pieces:");
+    println!(
+        "  Retry<TokioClock>                 {:>4} B",
+        size_of_val(&call)
+    );
+    println!(
+        "  RetryState                        {:>4} B",
+        size_of::<RetryState<'static>>()
+    );
+    println!(
+        "  Policy                            {:>4} B",
+        size_of::<Policy>()
+    );
+    println!(
+        "  Attempt<Result<u64, Failure>>     {:>4} B",
+        size_of::<Attempt<Result<u64, Failure>>>()
+    );
+    println!(
+        "  tokio::time::Sleep                {:>4} B",
+        size_of::<tokio::time::Sleep>()
+    );
+    let body = trivial(1);
+    let body_size = size_of_val(&body);
+    let wrapped = attempt(&call, body);
+    println!(
+        "  attempt(trivial body)             {:>4} B (the body alone: {body_size} B)",
+        size_of_val(&wrapped)
+    );
+    let body = sleeps(1);
+    let body_size = size_of_val(&body);
+    let wrapped = attempt(&call, body);
+    println!(
+        "  attempt(sleeping body)            {:>4} B (the body alone: {body_size} B)",
+        size_of_val(&wrapped)
+    );
+}
+
+#[test]
+fn retry_adds_at_most_128_bytes_to_a_future() {
+    let results = [
+        // The one exception to the target, and the README says so: a body that holds
+        // less across its awaits than tokio's `Sleep` (96 B; 112 B with `test-util`)
+        // cannot hide the wait between attempts in its own space, so the wait is added
+        // on top.
+        check(
+            "trivial",
+            size_of_val(&trivial(1)),
+            size_of_val(&trivial_retried(1)),
+            MAX_GROWTH + size_of::<tokio::time::Sleep>(),
+        ),
+        check(
+            "sleeps",
+            size_of_val(&sleeps(1)),
+            size_of_val(&sleeps_retried(1)),
+            MAX_GROWTH,
+        ),
+        check(
+            "buffered",
+            size_of_val(&buffered(1)),
+            size_of_val(&buffered_retried(1)),
+            MAX_GROWTH,
+        ),
+    ];
+    print_pieces();
+    let failures: Vec<String> = results.into_iter().filter_map(Result::err).collect();
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}

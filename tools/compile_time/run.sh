@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# How much #[retry] adds to a crate's build time.
+#
+#   bash tools/compile_time/run.sh [N_FUNCTIONS] [RUNS]     # defaults: 200 functions, 5 runs
+#
+# Generates two throwaway crates (under target/compile_time/) of N async functions each,
+# one with `#[persevere::retry] #[persevere::idempotent]` on every function and one
+# without, the bodies the same. Builds each once (so the dependencies, persevere
+# included, are built and cached), then `touch src/lib.rs` and times `cargo build` of
+# the crate alone RUNS times, and prints the medians and their ratio. Also prints the
+# time of a build with nothing to do (cargo's own fixed cost, included in both).
+#
+# Each timed build is from clean for the crate: incremental compilation is off
+# (CARGO_INCREMENTAL=0), else a touched but unchanged file would be served from the
+# incremental cache and the build would time little more than cargo itself.
+#
+# Environment: PROFILE=release times release builds (default: dev); CARGO_TARGET_DIR is
+# ignored: the crates share target/compile_time/target.
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+root="$(cd "$here/../.." && pwd)"
+n="${1:-200}"
+runs="${2:-5}"
+profile="${PROFILE:-dev}"
+work="$root/target/compile_time"
+export CARGO_TARGET_DIR="$work/target"
+export CARGO_INCREMENTAL=0
+
+bash "$here/generate.sh" "$work/plain" ct_plain plain "$n" "$root"
+bash "$here/generate.sh" "$work/retry" ct_retry retry "$n" "$root"
+
+now() { date +%s.%N; }
+
+# The median of the arguments.
+median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else printf "%.3f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+
+# Seconds of one `cargo build` of the crate in $1 after touching its source.
+timed_build() {
+  touch "$1/src/lib.rs"
+  local start end
+  start="$(now)"
+  cargo build --quiet --profile "$profile" --manifest-path "$1/Cargo.toml"
+  end="$(now)"
+  awk -v s="$start" -v e="$end" 'BEGIN { printf "%.3f\n", e - s }'
+}
+
+for kind in plain retry; do
+  cargo build --quiet --profile "$profile" --manifest-path "$work/$kind/Cargo.toml"
+done
+
+declare -A med
+for kind in plain retry; do
+  times=()
+  for _ in $(seq 1 "$runs"); do
+    times+=("$(timed_build "$work/$kind")")
+  done
+  med[$kind]="$(median "${times[@]}")"
+  echo "$kind: ${times[*]} s -> median ${med[$kind]} s"
+done
+
+noop=()
+for _ in $(seq 1 "$runs"); do
+  start="$(now)"
+  cargo build --quiet --profile "$profile" --manifest-path "$work/plain/Cargo.toml"
+  end="$(now)"
+  noop+=("$(awk -v s="$start" -v e="$end" 'BEGIN { printf "%.3f\n", e - s }')")
+done
+med_noop="$(median "${noop[@]}")"
+
+echo
+echo "functions: $n, profile: $profile, runs: $runs (medians)"
+printf 'without #[retry]: %6.3f s\n' "${med[plain]}"
+printf 'with #[retry]:    %6.3f s\n' "${med[retry]}"
+printf 'nothing to build: %6.3f s (cargo itself, in both)\n' "$med_noop"
+awk -v p="${med[plain]}" -v r="${med[retry]}" -v z="$med_noop" 'BEGIN {
+  printf "ratio:            %6.2fx (target: at most 1.5x)\n", r / p
+  if (p > z) printf "ratio less cargo: %6.2fx\n", (r - z) / (p - z)
+}'
