@@ -285,3 +285,44 @@ fn concurrent_withdrawals_never_exceed_the_bound() {
     assert!(granted <= bound, "{granted} > {bound}");
     assert_eq!(SHARED.snapshot(now).retries, u64::from(granted));
 }
+
+// ---- Layers of concurrent tasks stay apart ---------------------------------------------
+
+static WAITER_CALLS: AtomicU32 = AtomicU32::new(0);
+static NEIGHBOUR_CALLS: AtomicU32 = AtomicU32::new(0);
+static NEIGHBOUR_SAW: AtomicU64 = AtomicU64::new(0);
+
+#[retry(attempts = 3, base = "10ms", jitter = "none", deadline = "2s", budget = NESTED_BUDGET)]
+#[idempotent]
+async fn waits_then_fails() -> io::Result<()> {
+    WAITER_CALLS.fetch_add(1, Ordering::SeqCst);
+    // Yields to the other task while this attempt's layer is in force.
+    tokio::time::sleep(Duration::from_millis(5)).await;
+    Err(reset())
+}
+
+#[retry(attempts = 2, base = "1ms", jitter = "none", deadline = "30s", budget = NESTED_BUDGET)]
+#[idempotent]
+async fn neighbour() -> io::Result<()> {
+    NEIGHBOUR_CALLS.fetch_add(1, Ordering::SeqCst);
+    let left = deadline::remaining().expect("inside its own call");
+    NEIGHBOUR_SAW.store(left.as_secs(), Ordering::SeqCst);
+    Err(reset())
+}
+
+#[tokio::test(start_paused = true)]
+async fn tasks_on_one_thread_never_see_each_others_layers() {
+    // The neighbour runs while the waiter's attempt is suspended on the same thread. Had
+    // it seen the waiter's layer, its deadline would be the waiter's 2 s, and its failure
+    // would stop the waiter's retries.
+    let waiter = tokio::spawn(waits_then_fails());
+    let neighbour = tokio::spawn(async {
+        tokio::time::sleep(Duration::from_millis(2)).await;
+        neighbour().await
+    });
+    waiter.await.unwrap().unwrap_err();
+    neighbour.await.unwrap().unwrap_err();
+    assert_eq!(WAITER_CALLS.load(Ordering::SeqCst), 3);
+    assert_eq!(NEIGHBOUR_CALLS.load(Ordering::SeqCst), 2);
+    assert!(NEIGHBOUR_SAW.load(Ordering::SeqCst) >= 29);
+}

@@ -1,10 +1,10 @@
 //! Retry layers: which `#[retry]` call encloses the running code, its deadline, and
 //! whether a failure already went through a layer that retried it.
 //!
-//! An async attempt runs inside a tokio task-local scope; a blocking attempt inside a
-//! thread-local frame (no other code can run on the thread while it does). Code looks
-//! at the thread-local frame first, since a blocking attempt is always the innermost
-//! thing running when it is set.
+//! A layer's frame (its deadline, and whether a failure came out of a nested layer) is
+//! in a thread-local while its attempt runs: a blocking attempt's for as long as it
+//! runs, an async attempt's while it is being polled, swapped in and out on each poll as
+//! a task-local is, so tasks that share a thread never see each other's frames.
 
 use std::cell::Cell;
 use std::future::Future;
@@ -13,8 +13,6 @@ use std::pin::Pin;
 use std::sync::OnceLock;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
-
-use tokio::task::futures::TaskLocalFuture;
 
 /// An instant in 8 bytes rather than 16: nanoseconds from a process-wide origin, signed
 /// (a tokio runtime with a paused clock may read instants from before it) and stored
@@ -38,15 +36,24 @@ impl CompactInstant {
         *ORIGIN.get_or_init(Instant::now)
     }
 
+    #[inline]
     pub(crate) fn new(instant: Instant) -> Self {
+        const MIDDLE: u64 = 1 << 63;
         let origin = Self::origin();
-        let nanos = match instant.checked_duration_since(origin) {
-            Some(after) => after.as_nanos() as i128,
-            None => -(origin.duration_since(instant).as_nanos() as i128),
-        };
         // 2^63 ns is 292 years either way; beyond, the instant saturates.
-        let stored = (nanos + Self::OFFSET).clamp(1, i128::from(u64::MAX)) as u64;
-        Self(NonZeroU64::new(stored).expect("clamped to at least 1"))
+        let stored = match instant.checked_duration_since(origin) {
+            Some(after) => MIDDLE.saturating_add(Self::nanos(after)),
+            None => MIDDLE.saturating_sub(Self::nanos(origin.duration_since(instant))),
+        };
+        Self(NonZeroU64::new(stored.max(1)).expect("at least 1"))
+    }
+
+    /// `d` in nanoseconds, saturating, in 64-bit arithmetic.
+    #[inline]
+    fn nanos(d: Duration) -> u64 {
+        d.as_secs()
+            .saturating_mul(1_000_000_000)
+            .saturating_add(u64::from(d.subsec_nanos()))
     }
 
     /// A monotonic count of nanoseconds (from 2^63 before the process-wide origin), for
@@ -114,25 +121,18 @@ impl CompactDeadline {
 }
 
 /// What an enclosing layer tells the code inside it.
-pub(crate) struct Layer {
+#[derive(Clone, Copy)]
+pub(crate) struct Frame {
     deadline: CompactDeadline,
     /// Set by an inner `#[retry]` call that returned a failure: it has had its chance
     /// to retry, so the enclosing layer should not multiply the attempts.
-    pub(crate) inner_failed: Cell<bool>,
-}
-
-#[derive(Clone, Copy)]
-struct Frame {
-    deadline: CompactDeadline,
     inner_failed: bool,
 }
 
-tokio::task_local! {
-    static TASK_LAYER: Layer;
-}
-
 thread_local! {
-    static THREAD_FRAME: Cell<Option<Frame>> = const { Cell::new(None) };
+    /// The frame of the layer whose attempt is running on this thread right now: an
+    /// async attempt's while it is being polled, a blocking attempt's while it runs.
+    static FRAME: Cell<Option<Frame>> = const { Cell::new(None) };
 }
 
 /// The deadline of the enclosing layer, if any.
@@ -144,31 +144,46 @@ pub(crate) fn enclosing_deadline() -> Option<Instant> {
 /// The deadline of the enclosing layer, compact.
 #[inline]
 pub(crate) fn enclosing() -> CompactDeadline {
-    if let Some(frame) = THREAD_FRAME.get() {
-        return frame.deadline;
+    match FRAME.get() {
+        Some(frame) => frame.deadline,
+        None => CompactDeadline(CompactInstant(CompactDeadline::NONE)),
     }
-    TASK_LAYER
-        .try_with(|layer| layer.deadline)
-        .unwrap_or(CompactDeadline(CompactInstant(CompactDeadline::NONE)))
 }
 
 /// Tells the enclosing layer, if any, that a failure went through a retrying layer.
 pub(crate) fn mark_inner_failure() {
-    if let Some(mut frame) = THREAD_FRAME.get() {
+    if let Some(mut frame) = FRAME.get() {
         frame.inner_failed = true;
-        THREAD_FRAME.set(Some(frame));
-        return;
+        FRAME.set(Some(frame));
     }
-    let _ = TASK_LAYER.try_with(|layer| layer.inner_failed.set(true));
+}
+
+/// Runs `f` with `frame` as this thread's frame: `f`'s result and the frame as `f` left
+/// it. The previous frame is back afterwards, even if `f` panics.
+#[inline]
+fn within_frame<T>(frame: Frame, f: impl FnOnce() -> T) -> (T, Frame) {
+    struct Restore(Option<Frame>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            FRAME.set(self.0);
+        }
+    }
+    let restore = Restore(FRAME.replace(Some(frame)));
+    let output = f();
+    let frame = FRAME.get().unwrap_or(frame);
+    drop(restore);
+    (output, frame)
 }
 
 pin_project_lite::pin_project! {
     /// A future run as an attempt of a layer: its output, and whether a failure came out
-    /// of an inner layer while it ran. A plain struct around the task-local scope, so
-    /// the future holds the attempt once, not once per wrapping `async fn`.
+    /// of an inner layer while it ran. Each poll swaps the layer's frame into the
+    /// thread-local and back out, as a task-local would, with no more state than the
+    /// frame itself.
     pub(crate) struct InLayer<F> {
         #[pin]
-        scoped: TaskLocalFuture<Layer, F>,
+        future: F,
+        frame: Frame,
     }
 }
 
@@ -177,42 +192,33 @@ impl<F: Future> Future for InLayer<F> {
 
     #[inline]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let mut scoped = self.project().scoped;
-        let output = std::task::ready!(scoped.as_mut().poll(cx));
-        let inner_failed = scoped
-            .take_value()
-            .is_some_and(|layer| layer.inner_failed.get());
-        Poll::Ready((output, inner_failed))
+        let this = self.project();
+        let (poll, frame) = within_frame(*this.frame, || this.future.poll(cx));
+        *this.frame = frame;
+        poll.map(|output| (output, frame.inner_failed))
     }
 }
 
 /// Runs `fut` as an attempt of a layer with `deadline`.
 #[inline]
 pub(crate) fn in_layer<F: Future>(deadline: CompactDeadline, fut: F) -> InLayer<F> {
-    let layer = Layer {
-        deadline,
-        inner_failed: Cell::new(false),
-    };
     InLayer {
-        scoped: TASK_LAYER.scope(layer, fut),
+        future: fut,
+        frame: Frame {
+            deadline,
+            inner_failed: false,
+        },
     }
 }
 
 /// Runs `f` as an attempt of a blocking layer with `deadline`.
 pub(crate) fn run_blocking<T>(deadline: CompactDeadline, f: impl FnOnce() -> T) -> (T, bool) {
-    struct Restore(Option<Frame>);
-    impl Drop for Restore {
-        fn drop(&mut self) {
-            THREAD_FRAME.set(self.0);
-        }
-    }
-    let _restore = Restore(THREAD_FRAME.replace(Some(Frame {
+    let frame = Frame {
         deadline,
         inner_failed: false,
-    })));
-    let output = f();
-    let inner_failed = THREAD_FRAME.get().is_some_and(|frame| frame.inner_failed);
-    (output, inner_failed)
+    };
+    let (output, frame) = within_frame(frame, f);
+    (output, frame.inner_failed)
 }
 
 /// Runs `fut` with `deadline`, cut at any enclosing deadline, as the deadline of
@@ -230,12 +236,11 @@ pub(crate) async fn with_deadline<F: Future>(deadline: Option<Instant>, fut: F) 
 /// `fut` with `deadline`, cut at any enclosing deadline, as the deadline of everything
 /// inside it: a nameable future, for a tower service to return.
 #[cfg(feature = "tower")]
-pub(crate) fn scoped<F: Future>(deadline: Option<Instant>, fut: F) -> TaskLocalFuture<Layer, F> {
-    let layer = Layer {
-        deadline: CompactDeadline::new(earliest(deadline, enclosing_deadline())),
-        inner_failed: Cell::new(false),
-    };
-    TASK_LAYER.scope(layer, fut)
+pub(crate) fn scoped<F: Future>(deadline: Option<Instant>, fut: F) -> InLayer<F> {
+    in_layer(
+        CompactDeadline::new(earliest(deadline, enclosing_deadline())),
+        fut,
+    )
 }
 
 /// The earlier of two optional deadlines, `None` meaning none.

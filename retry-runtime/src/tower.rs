@@ -22,10 +22,8 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use tokio::task::futures::TaskLocalFuture;
-
 use crate::driver::{Clock, TokioClock};
-use crate::layer::{Layer, scoped};
+use crate::layer::{InLayer, scoped};
 
 /// Wraps a service in [`Deadline`].
 #[derive(Clone, Copy, Debug, Default)]
@@ -89,7 +87,7 @@ pin_project_lite::pin_project! {
     /// The response future of [`Deadline`].
     pub struct DeadlineFuture<F> {
         #[pin]
-        inner: TaskLocalFuture<Layer, F>,
+        inner: InLayer<F>,
     }
 }
 
@@ -97,6 +95,6 @@ impl<F: Future> Future for DeadlineFuture<F> {
     type Output = F::Output;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
-        self.project().inner.poll(cx)
+        self.project().inner.poll(cx).map(|(output, _)| output)
     }
 }
