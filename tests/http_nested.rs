@@ -17,7 +17,7 @@ use http::{HeaderMap, StatusCode};
 use persevere::reqwest::{RequestBuilderExt, RequestError, ResponseExt};
 use persevere::{RetryBudget, deadline, idempotent, retry};
 use reqwest::Client;
-use support::{Log, Reply, Server, client};
+use support::{Log, Reply, Server, client, status_of};
 
 const fn ms(n: u64) -> Duration {
     Duration::from_millis(n)
@@ -34,13 +34,6 @@ async fn get(client: &Client, url: &str) -> Result<String, RequestError> {
         .await?
         .error_for_retry()?;
     Ok(response.text().await?)
-}
-
-fn status_of(error: &RequestError) -> u16 {
-    match error {
-        RequestError::Status(e) => e.status().as_u16(),
-        other => panic!("expected a status error, got {other:?}"),
-    }
 }
 
 // ---- 8. Retry at one layer ------------------------------------------------------------

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant, SystemTime};
 use persevere::reqwest::{RequestBuilderExt, RequestError, ResponseExt};
 use persevere::{Class, Classify, IdempotencyKey, RetryBudget, idempotent, retry};
 use reqwest::Client;
-use support::{Reply, Server, Write, WriteServer, client};
+use support::{Reply, Server, Write, WriteServer, client, status_of};
 
 const fn ms(n: u64) -> Duration {
     Duration::from_millis(n)
@@ -34,14 +34,6 @@ static UNLIMITED: RetryBudget = RetryBudget::unlimited();
 async fn get(client: &Client, url: &str) -> Result<String, RequestError> {
     let response = client.get(url).send().await?.error_for_retry()?;
     Ok(response.text().await?)
-}
-
-/// The status of a `RequestError::Status`, or a panic naming what came back instead.
-fn status_of(error: &RequestError) -> u16 {
-    match error {
-        RequestError::Status(e) => e.status().as_u16(),
-        other => panic!("expected a status error, got {other:?}"),
-    }
 }
 
 // ---- 1. Transient failures that clear -------------------------------------------------

@@ -370,3 +370,11 @@ pub fn refused_url(path: &str) -> String {
     drop(listener);
     format!("http://{addr}{path}")
 }
+
+/// The status of a `RequestError::Status`, or a panic naming what came back instead.
+pub fn status_of(error: &persevere::reqwest::RequestError) -> u16 {
+    match error {
+        persevere::reqwest::RequestError::Status(e) => e.status().as_u16(),
+        other => panic!("expected a status error, got {other:?}"),
+    }
+}
