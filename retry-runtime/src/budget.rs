@@ -185,8 +185,8 @@ mod tests {
             budget.deposit(start);
         }
         assert_eq!((0..200).filter(|_| budget.withdraw(start)).count(), 110);
-        // Within nine tenths of the window, always still inside it: still spent.
-        let later = start + Duration::from_millis(8_900);
+        // Within the window (which starts at the budget's first use): still spent.
+        let later = start + Duration::from_millis(9_500);
         assert!(!budget.withdraw(later));
         // After the window: requests and retries have expired; only the floor is left.
         let after = start + Duration::from_secs(11);

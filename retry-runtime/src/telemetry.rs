@@ -120,15 +120,14 @@ pub(crate) fn succeeded(
     attempts: u32,
     elapsed: impl FnOnce() -> Duration,
 ) {
+    #[cfg(feature = "tracing")]
     if attempts > 1 {
-        let elapsed = elapsed();
-        let _ = elapsed;
+        let elapsed_ms = elapsed().as_millis() as u64;
         in_span(span, || {
-            #[cfg(feature = "tracing")]
             tracing::debug!(
                 target: "persevere",
                 attempts,
-                elapsed_ms = elapsed.as_millis() as u64,
+                elapsed_ms,
                 "succeeded after retrying"
             );
         });
@@ -140,7 +139,9 @@ pub(crate) fn succeeded(
         counter("persevere_calls_total", &labels.ok).increment(1);
         histogram("persevere_attempts_per_success", &labels.function).record(f64::from(attempts));
     }
-    let _ = policy;
+    #[cfg(not(feature = "tracing"))]
+    let _ = (span, elapsed);
+    let _ = (policy, attempts);
 }
 
 /// A call gave up after `attempts` attempts.

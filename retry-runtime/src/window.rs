@@ -10,17 +10,23 @@ use crate::layer::CompactInstant;
 /// How many slots a window is cut into: counts expire one slot at a time.
 pub(crate) const SLOTS: usize = 10;
 
-/// Turns instants into slot numbers, counted from the process-wide origin of
-/// [`CompactInstant`].
+/// Turns instants into slot numbers, counted from first use: slot boundaries then fall
+/// at the same offsets from a simulation's start on every run, which keeps runs under a
+/// paused clock deterministic.
 #[derive(Debug)]
 pub(crate) struct Epochs {
     slot_nanos: u64,
+    /// The ticks of the first instant seen; 0 until then.
+    origin: AtomicU64,
 }
 
 impl Epochs {
     /// Slots of a tenth of `window` each.
     pub(crate) const fn new(window: Duration) -> Self {
-        let mut epochs = Self { slot_nanos: 1 };
+        let mut epochs = Self {
+            slot_nanos: 1,
+            origin: AtomicU64::new(0),
+        };
         epochs.set_window(window);
         epochs
     }
@@ -49,12 +55,30 @@ impl Epochs {
     /// The slot number of `now`.
     #[inline]
     pub(crate) fn epoch_of(&self, now: CompactInstant) -> u32 {
-        (now.ticks() / self.slot_nanos) as u32
+        (self.since_origin(now) / self.slot_nanos) as u32
     }
 
-    /// `now` as monotonic nanoseconds, for durations between instants.
+    /// Nanoseconds from the first instant seen to `now`, saturating at zero (an instant
+    /// read just before the first by another thread).
+    #[inline]
+    fn since_origin(&self, now: CompactInstant) -> u64 {
+        let ticks = now.ticks();
+        let origin = match self.origin.load(Ordering::Relaxed) {
+            0 => match self
+                .origin
+                .compare_exchange(0, ticks, Ordering::Relaxed, Ordering::Relaxed)
+            {
+                Ok(_) => ticks,
+                Err(first) => first,
+            },
+            first => first,
+        };
+        ticks.saturating_sub(origin)
+    }
+
+    /// Nanoseconds from the first instant seen to `now`, for durations between instants.
     pub(crate) fn nanos_since_origin(&self, now: Instant) -> u64 {
-        CompactInstant::new(now).ticks()
+        self.since_origin(CompactInstant::new(now))
     }
 }
 
