@@ -80,7 +80,7 @@ fn check(name: &str, plain: usize, retried: usize, bound: usize) -> Result<(), S
 /// What the generated code keeps across an `.await`: printed to explain a failure.
 fn print_pieces() {
     static POLICY: Policy = Policy::new();
-    let call = Retry::<TokioClock>::start(&POLICY);
+    let mut call = Retry::<TokioClock>::start_lazily(&POLICY);
     println!("pieces:");
     println!(
         "  Retry<TokioClock>                 {:>4} B",
@@ -104,14 +104,14 @@ fn print_pieces() {
     );
     let body = trivial(1);
     let body_size = size_of_val(&body);
-    let wrapped = attempt(&call, body);
+    let wrapped = attempt(&mut call, body);
     println!(
         "  attempt(trivial body)             {:>4} B (the body alone: {body_size} B)",
         size_of_val(&wrapped)
     );
     let body = sleeps(1);
     let body_size = size_of_val(&body);
-    let wrapped = attempt(&call, body);
+    let wrapped = attempt(&mut call, body);
     println!(
         "  attempt(sleeping body)            {:>4} B (the body alone: {body_size} B)",
         size_of_val(&wrapped)

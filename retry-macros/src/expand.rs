@@ -307,13 +307,16 @@ fn classifier(args: &Args, plan: &RetryFn, krate: &Path) -> TokenStream {
 //     async fn fetch(client: &Client, id: u64) -> Result<User, ApiError> {
 //         static BUDGET: RetryBudget = RetryBudget::new();
 //         static POLICY: Policy =
-//             Policy::new().with_budget(&BUDGET).with_deadline(Duration::new(5, 0));
-//         let mut call = Retry::<TokioClock>::start(&POLICY);
+//             Policy::new().with_budget(&BUDGET).with_stats(&STATS)
+//                 .with_deadline(Duration::new(5, 0));
+//         static STATS: RetryStats = RetryStats::new("crate::fetch").with_batch(&BATCH);
+//         thread_local! { static BATCH: Batch = const { Batch::new(&POLICY) }; }
+//         let mut call = Retry::<TokioClock>::start_lazily(&POLICY);
 //         loop {
 //             let attempt = {
 //                 let id = fresh(&id);
 //                 let attempt: Attempt<Result<User, ApiError>> =
-//                     attempt(&call, async { body }).await;
+//                     attempt(&mut call, async { body }).await;
 //                 attempt
 //             };
 //             match decide(&mut call, &attempt, by_classify, show) {
@@ -328,13 +331,15 @@ fn classifier(args: &Args, plan: &RetryFn, krate: &Path) -> TokenStream {
 //         }
 //     }
 //
-// A plain `fn` runs `attempt_blocking(&call, || -> Result<User, ApiError> { body })`
-// per attempt and sleeps the thread. Internal names are `Span::mixed_site()`, invisible to `body`.
+// A plain `fn` starts with `Retry::<SystemClock>::start`, runs
+// `attempt_blocking(&mut call, || -> Result<User, ApiError> { body })` per attempt and
+// sleeps the thread. Internal names are `Span::mixed_site()`, invisible to `body`.
 fn generate(args: &Args, krate: &Path, plan: RetryFn, key_check: TokenStream) -> TokenStream {
     let hidden = |name: &str| Ident::new(name, Span::mixed_site());
     let policy_name = hidden("__PERSEVERE_POLICY");
     let budget_name = hidden("__PERSEVERE_BUDGET");
     let stats_name = hidden("__PERSEVERE_STATS");
+    let batch_name = hidden("__PERSEVERE_BATCH");
     let call = hidden("__persevere_call");
     let wait = hidden("__persevere_wait");
     let outcome = hidden("__persevere_outcome");
@@ -350,10 +355,16 @@ fn generate(args: &Args, krate: &Path, plan: RetryFn, key_check: TokenStream) ->
         ),
     };
     let function = &plan.item.sig.ident;
+    // The statistics, and the thread-local count of first-try successes that is added
+    // to them and to the budget in batches; the three statics refer to each other.
     let stats_static = quote! {
         static #stats_name: #private::RetryStats = #private::RetryStats::new(
             ::core::concat!(::core::module_path!(), "::", ::core::stringify!(#function)),
-        );
+        )
+        .with_batch(&#batch_name);
+        ::std::thread_local! {
+            static #batch_name: #private::Batch = const { #private::Batch::new(&#policy_name) };
+        }
     };
     let policy = policy(args, krate, &budget, &stats_name);
     let classify = classifier(args, &plan, krate);
@@ -371,10 +382,11 @@ fn generate(args: &Args, krate: &Path, plan: RetryFn, key_check: TokenStream) ->
     } = item;
     let stmts = &block.stmts;
     let is_async = sig.asyncness.is_some();
-    let clock = if is_async {
-        quote!(TokioClock)
+    // An async call starts its clock when it first needs it; a blocking one at once.
+    let (clock, start) = if is_async {
+        (quote!(TokioClock), quote!(start_lazily))
     } else {
-        quote!(SystemClock)
+        (quote!(SystemClock), quote!(start))
     };
 
     let attempt = if is_async {
@@ -401,9 +413,9 @@ fn generate(args: &Args, krate: &Path, plan: RetryFn, key_check: TokenStream) ->
             // Wholly at the literal: a missing `From<AttemptTimedOut>` is reported there.
             Some(timeout) => {
                 let timed_out = locate(quote!(#private::timed_out::<#output>), timeout.span);
-                quote!(#private::attempt_within(&#call, #body, #timed_out))
+                quote!(#private::attempt_within(&mut #call, #body, #timed_out))
             }
-            None => quote!(#private::attempt(&#call, #body)),
+            None => quote!(#private::attempt(&mut #call, #body)),
         };
         quote! {
             let #outcome: #private::Attempt<#output> = #run.await;
@@ -411,7 +423,7 @@ fn generate(args: &Args, krate: &Path, plan: RetryFn, key_check: TokenStream) ->
     } else {
         quote! {
             let #outcome: #private::Attempt<#output> =
-                #private::attempt_blocking(&#call, || -> #output #block);
+                #private::attempt_blocking(&mut #call, || -> #output #block);
         }
     };
     // The events show the error by `Display`, else `Debug`, else its type's name; the
@@ -470,7 +482,7 @@ fn generate(args: &Args, krate: &Path, plan: RetryFn, key_check: TokenStream) ->
             #stats_static
             static #policy_name: #private::Policy = #policy;
             #key_check
-            let mut #call = #private::Retry::<#private::#clock>::start(&#policy_name);
+            let mut #call = #private::Retry::<#private::#clock>::#start(&#policy_name);
             loop {
                 // The arguments' copies live only as long as the attempt; the outcome is
                 // kept through the wait, to be returned if the deadline passes during it.

@@ -12,7 +12,7 @@ use rand::Rng;
 use crate::backoff::Backoff;
 use crate::breaker::Permit;
 use crate::classify::Class;
-use crate::layer::{CompactDeadline, CompactInstant};
+use crate::layer::{CompactDeadline, CompactInstant, Frame};
 use crate::policy::Policy;
 
 /// What to do after a failed attempt.
@@ -83,7 +83,9 @@ impl fmt::Display for GiveUp {
 #[derive(Clone, Copy, Debug)]
 pub struct RetryState<'p> {
     policy: &'p Policy,
-    started: CompactInstant,
+    /// When the call's clock started: `None` for a call that has not needed it yet (see
+    /// [`crate::Retry::start_lazily`]).
+    started: Option<CompactInstant>,
     /// The deadline, in nanoseconds after `started`; `u64::MAX` for none (585 years).
     deadline: u64,
     attempts: u32,
@@ -104,9 +106,19 @@ impl<'p> RetryState<'p> {
     #[inline]
     pub(crate) fn starting(policy: &'p Policy, started: CompactInstant) -> Self {
         Self {
+            started: Some(started),
+            ..Self::unstarted(policy)
+        }
+    }
+
+    /// The state of a call whose clock starts later, when it first needs it: at
+    /// [`RetryState::start_at`], or at its first failure.
+    #[inline]
+    pub(crate) fn unstarted(policy: &'p Policy) -> Self {
+        Self {
             policy,
-            started,
-            deadline: u64::try_from(policy.deadline().as_nanos()).unwrap_or(u64::MAX),
+            started: None,
+            deadline: policy.deadline_nanos(),
             attempts: 1,
             uncertain: 0,
             backoff: Backoff::new(policy),
@@ -132,20 +144,36 @@ impl<'p> RetryState<'p> {
         self.within_compact(outer.map(CompactInstant::new))
     }
 
+    /// Cuts the deadline to `outer` if that is earlier. The clock must have started.
     #[inline]
     pub(crate) fn within_compact(mut self, outer: Option<CompactInstant>) -> Self {
-        if let Some(outer) = outer {
-            self.deadline = self.deadline.min(self.started.nanos_until(outer));
+        if let (Some(outer), Some(started)) = (outer, self.started) {
+            self.deadline = self.deadline.min(started.nanos_until(outer));
         }
         self
     }
 
-    /// The deadline, compact, for the layer of each attempt.
+    /// Starts the call's clock at `now`, if it has not started.
     #[inline]
-    pub(crate) fn compact_deadline(&self) -> CompactDeadline {
-        CompactDeadline::from_compact(
-            (self.deadline != u64::MAX).then(|| self.started.plus_nanos(self.deadline)),
-        )
+    pub(crate) fn start_at(&mut self, now: CompactInstant) {
+        if self.started.is_none() {
+            self.started = Some(now);
+        }
+    }
+
+    /// The frame for the layer of the next attempt: the deadline, or, before the clock
+    /// has started, the offset the deadline will have from the start.
+    #[inline]
+    pub(crate) fn frame(&self) -> Frame {
+        match self.started {
+            Some(started) => Frame::known(
+                CompactDeadline::from_compact(
+                    (self.deadline != u64::MAX).then(|| started.plus_nanos(self.deadline)),
+                ),
+                started,
+            ),
+            None => Frame::lazy(self.deadline),
+        }
     }
 
     /// The policy this call follows.
@@ -158,35 +186,46 @@ impl<'p> RetryState<'p> {
         self.attempts
     }
 
-    /// The instant by which the call must be over, if it is representable.
+    /// The instant by which the call must be over, if it is representable and the
+    /// call's clock has started.
     pub fn deadline(&self) -> Option<Instant> {
         // A deadline too far away to represent is no deadline at all.
         if self.deadline == u64::MAX {
             return None;
         }
-        self.started()
+        self.started()?
             .checked_add(Duration::from_nanos(self.deadline))
     }
 
-    /// When the call started.
-    pub fn started(&self) -> Instant {
-        self.started.get()
+    /// When the call's clock started: `None` for a call that started lazily and has not
+    /// needed its clock yet.
+    pub fn started(&self) -> Option<Instant> {
+        self.started.map(CompactInstant::get)
     }
 
-    /// How long the call has left at `now`.
+    /// How long the call has left at `now`; the whole deadline if its clock has not
+    /// started.
     pub fn remaining(&self, now: Instant) -> Duration {
+        if self.deadline == u64::MAX {
+            return Duration::MAX;
+        }
         match self.deadline() {
             Some(deadline) => deadline.saturating_duration_since(now),
+            None if self.started.is_none() => Duration::from_nanos(self.deadline),
             None => Duration::MAX,
         }
     }
 
-    /// Decides what follows a failed attempt of class `class`, observed at `now`.
+    /// Decides what follows a failed attempt of class `class`, observed at `now`. A call
+    /// whose clock has not started starts it at `now`.
     ///
     /// A retry is granted only if the failure is retryable, the attempts are not
     /// exhausted, and the wait ends strictly before the deadline: a call never sleeps
     /// into a deadline it cannot meet, it returns its last failure at once instead.
     pub fn on_failure<R: Rng + ?Sized>(&mut self, class: Class, now: Instant, rng: &mut R) -> Step {
+        if self.started.is_none() {
+            self.started = Some(CompactInstant::new(now));
+        }
         let step = self.step(class, now, rng);
         if let Step::GiveUp(reason) = step {
             self.gave_up = Some(reason);

@@ -17,8 +17,10 @@ const PPM: u64 = 1_000_000;
 /// default) instead of multiplying it by the number of attempts.
 ///
 /// A budget is built in `const` context so it can be a `static` shared by every function
-/// that calls one dependency, and it is lock-free: a call takes one atomic update to
-/// deposit and, on a retry, one to withdraw; nothing is allocated.
+/// that calls one dependency, and it is lock-free: a retry takes one atomic update to
+/// withdraw, and nothing is allocated. A `#[retry]` call that succeeds at once does not
+/// touch the budget: each thread counts those and deposits them 32 at a time, or sooner
+/// when one of its calls fails (see [`crate::batch`]).
 ///
 /// ```
 /// use std::time::Duration;
@@ -115,6 +117,11 @@ impl RetryBudget {
     #[inline]
     pub(crate) fn deposit_compact(&self, now: CompactInstant) {
         self.requests.increment(self.epochs.epoch_of(now));
+    }
+
+    /// Records `n` requests at `now`.
+    pub(crate) fn deposit_many(&self, now: CompactInstant, n: u32) {
+        self.requests.add(self.epochs.epoch_of(now), n);
     }
 
     /// Asks for a retry at `now`: `true` if granted (and counted), `false` if the budget

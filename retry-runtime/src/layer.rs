@@ -8,11 +8,14 @@
 
 use std::cell::Cell;
 use std::future::Future;
+use std::marker::PhantomData;
 use std::num::NonZeroU64;
 use std::pin::Pin;
 use std::sync::OnceLock;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
+
+use crate::driver::{Clock, TokioClock};
 
 /// An instant in 8 bytes rather than 16: nanoseconds from a process-wide origin, signed
 /// (a tokio runtime with a paused clock may read instants from before it) and stored
@@ -96,7 +99,8 @@ impl CompactInstant {
 pub(crate) struct CompactDeadline(CompactInstant);
 
 impl CompactDeadline {
-    const NONE: NonZeroU64 = NonZeroU64::MAX;
+    /// No deadline.
+    pub(crate) const NONE: Self = Self(CompactInstant(NonZeroU64::MAX));
 
     pub(crate) fn new(deadline: Option<Instant>) -> Self {
         Self::from_compact(deadline.map(CompactInstant::new))
@@ -106,13 +110,13 @@ impl CompactDeadline {
     pub(crate) fn from_compact(deadline: Option<CompactInstant>) -> Self {
         match deadline {
             Some(deadline) => Self(deadline),
-            None => Self(CompactInstant(Self::NONE)),
+            None => Self::NONE,
         }
     }
 
     #[inline]
     pub(crate) fn compact(self) -> Option<CompactInstant> {
-        (self.0.0 != Self::NONE).then_some(self.0)
+        (self.0 != Self::NONE.0).then_some(self.0)
     }
 
     fn get(self) -> Option<Instant> {
@@ -121,12 +125,82 @@ impl CompactDeadline {
 }
 
 /// What an enclosing layer tells the code inside it.
+///
+/// A layer's deadline may not be known yet: an async `#[retry]` call starts its clock
+/// only when something needs it (see [`crate::Retry::start_lazily`]). Until then its
+/// frame holds the deadline as an offset from a start still to be read, and the first
+/// to need the deadline (a nested call, [`crate::deadline::remaining`], or the attempt
+/// yielding for the first time) reads the clock and fixes both.
 #[derive(Clone, Copy)]
 pub(crate) struct Frame {
-    deadline: CompactDeadline,
+    /// While `started` is `None`, the deadline in nanoseconds after the start;
+    /// afterwards the deadline's ticks. `u64::MAX` for none either way.
+    deadline: u64,
+    /// When the layer's call started its clock; `None` until something needed it. Always
+    /// set for a frame with a known deadline.
+    started: Option<CompactInstant>,
     /// Set by an inner `#[retry]` call that returned a failure: it has had its chance
     /// to retry, so the enclosing layer should not multiply the attempts.
     inner_failed: bool,
+}
+
+impl Frame {
+    /// A frame whose deadline is known.
+    #[inline]
+    pub(crate) fn known(deadline: CompactDeadline, started: CompactInstant) -> Self {
+        Self {
+            deadline: deadline.0.ticks(),
+            started: Some(started),
+            inner_failed: false,
+        }
+    }
+
+    /// A frame whose deadline falls `offset` nanoseconds (`u64::MAX` for none) after a
+    /// start not yet read.
+    #[inline]
+    pub(crate) fn lazy(offset: u64) -> Self {
+        Self {
+            deadline: offset,
+            started: None,
+            inner_failed: false,
+        }
+    }
+
+    /// When the layer's call started its clock, if it has.
+    #[inline]
+    pub(crate) fn started(&self) -> Option<CompactInstant> {
+        self.started
+    }
+
+    /// Whether a failure came out of a nested `#[retry]` call.
+    #[inline]
+    pub(crate) fn inner_failed(&self) -> bool {
+        self.inner_failed
+    }
+
+    /// Starts the layer's clock at `now`, if it has not started.
+    #[inline]
+    fn start(&mut self, now: impl FnOnce() -> Instant) {
+        if self.started.is_none() {
+            let now = CompactInstant::new(now());
+            if self.deadline != u64::MAX {
+                self.deadline = now.plus_nanos(self.deadline).ticks();
+            }
+            self.started = Some(now);
+        }
+    }
+
+    /// The deadline, starting the clock (with `now`) if it has one and has not started.
+    #[inline]
+    fn deadline(&mut self, now: impl FnOnce() -> Instant) -> CompactDeadline {
+        if self.deadline == u64::MAX {
+            return CompactDeadline::NONE;
+        }
+        self.start(now);
+        CompactDeadline(CompactInstant(
+            NonZeroU64::new(self.deadline).expect("the ticks of an instant are not zero"),
+        ))
+    }
 }
 
 thread_local! {
@@ -138,16 +212,28 @@ thread_local! {
 /// The deadline of the enclosing layer, if any.
 #[inline]
 pub(crate) fn enclosing_deadline() -> Option<Instant> {
-    enclosing().get()
+    enclosing(TokioClock::now).get()
 }
 
-/// The deadline of the enclosing layer, compact.
+/// Whether the code running now is inside a layer or scope that has a deadline.
 #[inline]
-pub(crate) fn enclosing() -> CompactDeadline {
-    match FRAME.get() {
-        Some(frame) => frame.deadline,
-        None => CompactDeadline(CompactInstant(CompactDeadline::NONE)),
+pub(crate) fn has_enclosing_deadline() -> bool {
+    FRAME.get().is_some_and(|frame| frame.deadline != u64::MAX)
+}
+
+/// The deadline of the enclosing layer, compact; if that layer has not started its
+/// clock yet, it starts now, read from `now`.
+#[inline]
+pub(crate) fn enclosing(now: impl FnOnce() -> Instant) -> CompactDeadline {
+    let Some(mut frame) = FRAME.get() else {
+        return CompactDeadline::NONE;
+    };
+    let lazy = frame.started.is_none();
+    let deadline = frame.deadline(now);
+    if lazy {
+        FRAME.set(Some(frame));
     }
+    deadline
 }
 
 /// Tells the enclosing layer, if any, that a failure went through a retrying layer.
@@ -176,58 +262,64 @@ fn within_frame<T>(frame: Frame, f: impl FnOnce() -> T) -> (T, Frame) {
 }
 
 pin_project_lite::pin_project! {
-    /// A future run as an attempt of a layer: its output, and whether a failure came out
-    /// of an inner layer while it ran. Each poll swaps the layer's frame into the
-    /// thread-local and back out, as a task-local would, with no more state than the
-    /// frame itself.
-    pub(crate) struct InLayer<F> {
+    /// A future run as an attempt of a layer: its output, and the frame as the attempt
+    /// left it (whether a failure came out of an inner layer, and when the layer's clock
+    /// started). Each poll swaps the layer's frame into the thread-local and back out,
+    /// as a task-local would, with no more state than the frame itself.
+    ///
+    /// An attempt that yields starts its layer's clock, read from `C`, if nothing has:
+    /// from then on the attempt is waiting on something, and that time counts.
+    pub(crate) struct InLayer<F, C = TokioClock> {
         #[pin]
         future: F,
         frame: Frame,
+        clock: PhantomData<C>,
     }
 }
 
-impl<F: Future> Future for InLayer<F> {
-    type Output = (F::Output, bool);
+impl<F: Future, C: Clock> Future for InLayer<F, C> {
+    type Output = (F::Output, Frame);
 
     #[inline]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.project();
-        let (poll, frame) = within_frame(*this.frame, || this.future.poll(cx));
+        let (poll, mut frame) = within_frame(*this.frame, || this.future.poll(cx));
+        if poll.is_pending() {
+            frame.start(C::now);
+        }
         *this.frame = frame;
-        poll.map(|output| (output, frame.inner_failed))
+        poll.map(|output| (output, frame))
     }
 }
 
-/// Runs `fut` as an attempt of a layer with `deadline`.
+/// Runs `fut` as an attempt of a layer with `frame`.
 #[inline]
-pub(crate) fn in_layer<F: Future>(deadline: CompactDeadline, fut: F) -> InLayer<F> {
+pub(crate) fn in_layer<F: Future, C: Clock>(frame: Frame, fut: F) -> InLayer<F, C> {
     InLayer {
         future: fut,
-        frame: Frame {
-            deadline,
-            inner_failed: false,
-        },
+        frame,
+        clock: PhantomData,
     }
 }
 
-/// Runs `f` as an attempt of a blocking layer with `deadline`.
-pub(crate) fn run_blocking<T>(deadline: CompactDeadline, f: impl FnOnce() -> T) -> (T, bool) {
-    let frame = Frame {
-        deadline,
-        inner_failed: false,
-    };
-    let (output, frame) = within_frame(frame, f);
-    (output, frame.inner_failed)
+/// Runs `f` as an attempt of a blocking layer with `frame`.
+pub(crate) fn run_blocking<T>(frame: Frame, f: impl FnOnce() -> T) -> (T, Frame) {
+    within_frame(frame, f)
+}
+
+/// A frame for a deadline scope, which is not a retry layer and has no clock of its own.
+fn scope_frame(deadline: Option<Instant>) -> Frame {
+    let deadline = CompactDeadline::new(earliest(deadline, enclosing_deadline()));
+    // A scope's frame is never lazy; its start is never read.
+    Frame::known(deadline, CompactInstant(NonZeroU64::MIN))
 }
 
 /// Runs `fut` with `deadline`, cut at any enclosing deadline, as the deadline of
 /// everything inside it. It is not a retry layer: a failure from an inner `#[retry]`
 /// call is passed on to the enclosing layer.
 pub(crate) async fn with_deadline<F: Future>(deadline: Option<Instant>, fut: F) -> F::Output {
-    let deadline = earliest(deadline, enclosing_deadline());
-    let (output, inner_failed) = in_layer(CompactDeadline::new(deadline), fut).await;
-    if inner_failed {
+    let (output, frame) = in_layer::<F, TokioClock>(scope_frame(deadline), fut).await;
+    if frame.inner_failed {
         mark_inner_failure();
     }
     output
@@ -237,10 +329,7 @@ pub(crate) async fn with_deadline<F: Future>(deadline: Option<Instant>, fut: F) 
 /// inside it: a nameable future, for a tower service to return.
 #[cfg(feature = "tower")]
 pub(crate) fn scoped<F: Future>(deadline: Option<Instant>, fut: F) -> InLayer<F> {
-    in_layer(
-        CompactDeadline::new(earliest(deadline, enclosing_deadline())),
-        fut,
-    )
+    in_layer(scope_frame(deadline), fut)
 }
 
 /// The earlier of two optional deadlines, `None` meaning none.

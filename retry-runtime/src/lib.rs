@@ -10,6 +10,7 @@
 #![forbid(unsafe_code)]
 
 mod attempt;
+pub mod batch;
 pub mod backoff;
 mod breaker;
 mod budget;

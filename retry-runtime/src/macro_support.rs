@@ -13,6 +13,7 @@ use crate::layer::InLayer;
 
 pub use std::time::Duration;
 
+pub use crate::batch::Batch;
 pub use crate::breaker::{CircuitBreaker, CircuitOpen};
 pub use crate::budget::RetryBudget;
 pub use crate::classify::{Class, Classify};
@@ -200,35 +201,31 @@ where
         .map_err(|open| R::from_err(FromCircuitOpen::from_circuit_open(open)))
 }
 
-/// The span an attempt runs in: the call's, once it has failed and a subscriber wants
-/// one.
-#[cfg(feature = "tracing")]
-type SpanRef<'a> = Option<&'a tracing::Span>;
-#[cfg(not(feature = "tracing"))]
-type SpanRef<'a> = std::marker::PhantomData<&'a ()>;
-
 pin_project_lite::pin_project! {
     /// One attempt of an async function, run as a layer that nested calls can see, in
-    /// the call's span.
-    pub struct AttemptFuture<'a, F> {
+    /// the call's span; it tells the call when its clock started, if it did meanwhile.
+    pub struct AttemptFuture<'a, 'p, F, C: Clock> {
         #[pin]
-        inner: InLayer<F>,
-        span: SpanRef<'a>,
+        inner: InLayer<F, C>,
+        call: &'a mut Retry<'p, C>,
     }
 }
 
-impl<F: Future> Future for AttemptFuture<'_, F> {
+impl<F: Future, C: Clock> Future for AttemptFuture<'_, '_, F, C> {
     type Output = Attempt<F::Output>;
 
     #[inline]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.project();
-        #[cfg(feature = "tracing")]
-        let _entered = this.span.map(tracing::Span::enter);
-        let (outcome, retried_inside) = std::task::ready!(this.inner.poll(cx));
+        let (outcome, frame) = {
+            #[cfg(feature = "tracing")]
+            let _entered = this.call.span().map(tracing::Span::enter);
+            std::task::ready!(this.inner.poll(cx))
+        };
+        this.call.adopt(&frame);
         Poll::Ready(Attempt {
             outcome,
-            retried_inside,
+            retried_inside: frame.inner_failed(),
             timed_out: false,
         })
     }
@@ -236,16 +233,13 @@ impl<F: Future> Future for AttemptFuture<'_, F> {
 
 /// Runs one attempt of an async function.
 #[inline]
-pub fn attempt<'a, F: Future, C: Clock>(
-    call: &'a Retry<'_, C>,
+pub fn attempt<'a, 'p, F: Future, C: Clock>(
+    call: &'a mut Retry<'p, C>,
     attempt: F,
-) -> AttemptFuture<'a, F> {
+) -> AttemptFuture<'a, 'p, F, C> {
     AttemptFuture {
-        inner: crate::layer::in_layer(call.layer_deadline(), attempt),
-        #[cfg(feature = "tracing")]
-        span: call.span(),
-        #[cfg(not(feature = "tracing"))]
-        span: std::marker::PhantomData,
+        inner: crate::layer::in_layer(call.frame(), attempt),
+        call,
     }
 }
 
@@ -261,15 +255,15 @@ where
 
 pin_project_lite::pin_project! {
     /// One attempt of an async function, cut at its time limit.
-    pub struct AttemptWithin<'a, F: Future> {
+    pub struct AttemptWithin<'a, 'p, F: Future, C: Clock> {
         #[pin]
-        inner: tokio::time::Timeout<AttemptFuture<'a, F>>,
+        inner: tokio::time::Timeout<AttemptFuture<'a, 'p, F, C>>,
         limit: Duration,
         timed_out: fn(AttemptTimedOut) -> F::Output,
     }
 }
 
-impl<F: Future> Future for AttemptWithin<'_, F> {
+impl<F: Future, C: Clock> Future for AttemptWithin<'_, '_, F, C> {
     type Output = Attempt<F::Output>;
 
     #[inline]
@@ -289,11 +283,11 @@ impl<F: Future> Future for AttemptWithin<'_, F> {
 /// Runs one attempt of an async function for at most its time limit; `timed_out` makes
 /// the outcome of an attempt cut short.
 #[inline]
-pub fn attempt_within<'a, F, C>(
-    call: &'a Retry<'_, C>,
+pub fn attempt_within<'a, 'p, F, C>(
+    call: &'a mut Retry<'p, C>,
     future: F,
     timed_out: fn(AttemptTimedOut) -> F::Output,
-) -> AttemptWithin<'a, F>
+) -> AttemptWithin<'a, 'p, F, C>
 where
     F: Future,
     C: Clock,
@@ -309,13 +303,14 @@ where
 /// Runs one attempt of a blocking function, as a layer that nested calls can see.
 #[inline]
 pub fn attempt_blocking<R, C: Clock>(
-    call: &Retry<'_, C>,
+    call: &mut Retry<'_, C>,
     attempt: impl FnOnce() -> R,
 ) -> Attempt<R> {
-    let (outcome, retried_inside) = crate::layer::run_blocking(call.layer_deadline(), attempt);
+    let (outcome, frame) = crate::layer::run_blocking(call.frame(), attempt);
+    call.adopt(&frame);
     Attempt {
         outcome,
-        retried_inside,
+        retried_inside: frame.inner_failed(),
         timed_out: false,
     }
 }

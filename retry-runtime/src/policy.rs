@@ -81,6 +81,8 @@ pub enum Nesting {
 #[derive(Clone, Copy, Debug)]
 pub struct Policy {
     deadline: Duration,
+    /// `deadline` in nanoseconds, `u64::MAX` if it does not fit (585 years).
+    deadline_nanos: u64,
     attempts: u32,
     base: Duration,
     cap: Duration,
@@ -103,6 +105,7 @@ impl Policy {
     /// [`RetryBudget`] shared by every policy that names no other.
     pub const DEFAULT: Policy = Policy {
         deadline: Duration::from_secs(30),
+        deadline_nanos: 30_000_000_000,
         attempts: 6,
         base: Duration::from_millis(200),
         cap: Duration::from_secs(20),
@@ -133,6 +136,12 @@ impl Policy {
             "the deadline must be greater than zero"
         );
         self.deadline = deadline;
+        let nanos = deadline.as_nanos();
+        self.deadline_nanos = if nanos > u64::MAX as u128 {
+            u64::MAX
+        } else {
+            nanos as u64
+        };
         self
     }
 
@@ -272,6 +281,12 @@ impl Policy {
     /// The total time for the call, attempts and waits together.
     pub const fn deadline(&self) -> Duration {
         self.deadline
+    }
+
+    /// The deadline in nanoseconds, `u64::MAX` beyond 585 years.
+    #[inline]
+    pub(crate) const fn deadline_nanos(&self) -> u64 {
+        self.deadline_nanos
     }
 
     /// The backstop on the number of attempts, the first included.

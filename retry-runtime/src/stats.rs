@@ -10,6 +10,7 @@ use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
 use crate::attempt::GiveUp;
+use crate::batch::{Batch, BatchKey};
 use crate::telemetry::reason_index;
 
 /// Buckets of the attempts-to-success distribution: 1, 2, 3, 4, 5, 6-10, 11 or more.
@@ -20,12 +21,15 @@ const BUCKET_TOPS: [u32; BUCKETS] = [1, 2, 3, 4, 5, 10, u32::MAX];
 
 const REASONS: usize = 8;
 
-/// The counters of one retried function. Lock-free: a call that succeeds at once adds
-/// one to one counter.
+/// The counters of one retried function. Lock-free; a `#[retry]` call that succeeds at
+/// once does not touch them: each thread counts those and adds them 32 at a time (see
+/// [`crate::batch`]), and a read on a thread first adds what that thread has pending.
 #[derive(Debug)]
 pub struct RetryStats {
     name: &'static str,
     registered: AtomicBool,
+    /// The function's per-thread count of first-try successes, if it has one.
+    batch: Option<&'static BatchKey>,
     /// Successful calls by the number of attempts they took.
     succeeded: [AtomicU64; BUCKETS],
     /// Attempts made by successful calls that took more than one.
@@ -112,6 +116,7 @@ impl RetryStats {
         Self {
             name,
             registered: AtomicBool::new(false),
+            batch: None,
             succeeded: [const { AtomicU64::new(0) }; BUCKETS],
             retried_success_attempts: AtomicU64::new(0),
             failed: [const { AtomicU64::new(0) }; REASONS],
@@ -119,6 +124,27 @@ impl RetryStats {
             waited_nanos: AtomicU64::new(0),
             #[cfg(feature = "metrics")]
             labels: crate::telemetry::MetricLabels::new(name),
+        }
+    }
+
+    /// Counts the function's first-try successes per thread in `batch`, whose pending
+    /// counts a read of these statistics adds first. Set by `#[retry]`.
+    #[doc(hidden)]
+    pub const fn with_batch(mut self, batch: &'static BatchKey) -> Self {
+        self.batch = Some(batch);
+        self
+    }
+
+    /// The function's per-thread count of first-try successes, if it has one.
+    #[inline]
+    pub(crate) fn batch(&self) -> Option<&'static BatchKey> {
+        self.batch
+    }
+
+    /// Adds `n` calls that succeeded at their first attempt.
+    pub(crate) fn add_first_try_successes(&self, n: u32) {
+        if n > 0 {
+            self.succeeded[0].fetch_add(u64::from(n), Ordering::Relaxed);
         }
     }
 
@@ -178,8 +204,14 @@ impl RetryStats {
     }
 
     /// A copy of the counters. Each counter is read once, without a lock, so a snapshot
-    /// taken while calls run may be a few calls out between counters.
+    /// taken while calls run may be a few calls out between counters. First-try
+    /// successes pending on this thread are added first; those pending on other threads
+    /// are not (see [`crate::batch`]).
     pub fn snapshot(&self) -> StatsSnapshot {
+        if let Some(batch) = self.batch {
+            // During the thread's exit the batch may be gone; it has added its count.
+            let _ = batch.try_with(Batch::count);
+        }
         let load = |c: &AtomicU64| c.load(Ordering::Relaxed);
         let attempts_to_success: [u64; BUCKETS] = std::array::from_fn(|i| load(&self.succeeded[i]));
         let succeeded: u64 = attempts_to_success.iter().sum();

@@ -98,10 +98,16 @@ impl RollingCount {
     /// Adds one in the slot of `epoch`.
     #[inline]
     pub(crate) fn increment(&self, epoch: u32) {
+        self.add(epoch, 1);
+    }
+
+    /// Adds `n` in the slot of `epoch`.
+    #[inline]
+    pub(crate) fn add(&self, epoch: u32, n: u32) {
         let _ = self
             .slot(epoch)
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |word| {
-                Some(bump(word, epoch))
+                Some(pack(epoch, current(word, epoch).saturating_add(n)))
             });
     }
 
