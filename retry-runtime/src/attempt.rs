@@ -113,7 +113,7 @@ impl<'p> RetryState<'p> {
 
     /// The state of a call whose clock starts later, when it first needs it: at
     /// [`RetryState::start_at`], or at its first failure.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn unstarted(policy: &'p Policy) -> Self {
         Self {
             policy,
@@ -154,7 +154,7 @@ impl<'p> RetryState<'p> {
     }
 
     /// Starts the call's clock at `now`, if it has not started.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn start_at(&mut self, now: CompactInstant) {
         if self.started.is_none() {
             self.started = Some(now);
@@ -163,7 +163,7 @@ impl<'p> RetryState<'p> {
 
     /// The frame for the layer of the next attempt: the deadline, or, before the clock
     /// has started, the offset the deadline will have from the start.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn frame(&self) -> Frame {
         match self.started {
             Some(started) => Frame::known(
@@ -177,11 +177,13 @@ impl<'p> RetryState<'p> {
     }
 
     /// The policy this call follows.
+    #[inline(always)]
     pub fn policy(&self) -> &'p Policy {
         self.policy
     }
 
     /// How many attempts have been started, the first included.
+    #[inline(always)]
     pub fn attempts(&self) -> u32 {
         self.attempts
     }

@@ -44,9 +44,12 @@ pub struct Backoff {
 impl Backoff {
     /// The position before the first retry of `policy`'s schedule.
     pub const fn new(policy: &Policy) -> Self {
+        let _ = policy;
         Self {
             retry: 0,
-            previous: saturating_nanos(policy.base()),
+            // The base until the first retry: read from the policy then, which keeps
+            // the start of a call to two stores.
+            previous: 0,
         }
     }
 
@@ -71,7 +74,12 @@ impl Backoff {
                 half + uniform(rng, Duration::ZERO, ceiling - half)
             }
             Jitter::Decorrelated => {
-                let top = Duration::from_nanos(self.previous.saturating_mul(3)).max(policy.base());
+                let previous = if n == 0 {
+                    saturating_nanos(policy.base())
+                } else {
+                    self.previous
+                };
+                let top = Duration::from_nanos(previous.saturating_mul(3)).max(policy.base());
                 uniform(rng, policy.base(), top).min(policy.cap())
             }
         };

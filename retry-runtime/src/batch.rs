@@ -59,7 +59,7 @@ impl Batch {
     }
 
     /// Counts one success; adds the batch when it is full, reading the time from `now`.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn add(&self, now: impl FnOnce() -> Instant) {
         let pending = self.pending.get() + 1;
         self.pending.set(pending);

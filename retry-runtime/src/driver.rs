@@ -84,7 +84,7 @@ impl<'p, C: Clock> Retry<'p, C> {
     ///
     /// Inside an enclosing deadline, or with an attempt timeout, the clock starts now,
     /// as with [`Retry::start`]: both need the time at once.
-    #[inline]
+    #[inline(always)]
     pub fn start_lazily(policy: &'p Policy) -> Self {
         if policy.attempt_timeout().is_some() || layer::has_enclosing_deadline() {
             return Self::start(policy);
@@ -92,7 +92,7 @@ impl<'p, C: Clock> Retry<'p, C> {
         Self::new(RetryState::unstarted(policy))
     }
 
-    #[inline]
+    #[inline(always)]
     fn new(state: RetryState<'p>) -> Self {
         if let Some(stats) = state.policy().stats() {
             stats.register();
@@ -106,7 +106,7 @@ impl<'p, C: Clock> Retry<'p, C> {
 
     /// Takes in how the attempt left its layer: when the call's clock started, if it did
     /// during the attempt.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn adopt(&mut self, frame: &Frame) {
         if let Some(started) = frame.started() {
             self.state.start_at(started);
@@ -115,7 +115,7 @@ impl<'p, C: Clock> Retry<'p, C> {
 
     /// Counts this call, which succeeded at its first attempt, in its thread's batch, or
     /// (for a function without one) in its budget and statistics at once.
-    #[inline]
+    #[inline(always)]
     fn first_try_success(&self) {
         let policy = self.state.policy();
         if let Some(batch) = policy.stats().and_then(RetryStats::batch) {
@@ -186,7 +186,7 @@ impl<'p, C: Clock> Retry<'p, C> {
     }
 
     /// After an attempt that succeeded.
-    #[inline]
+    #[inline(always)]
     pub fn after_success(&mut self) {
         self.settle(true);
         let policy = self.state.policy();
@@ -202,7 +202,7 @@ impl<'p, C: Clock> Retry<'p, C> {
     }
 
     /// Tells the breaker how the attempt in flight went.
-    #[inline]
+    #[inline(always)]
     fn settle(&mut self, healthy: bool) {
         let policy = self.state.policy();
         if let (Some(permit), Some(breaker)) = (self.state.permit.take(), policy.breaker()) {
@@ -326,7 +326,7 @@ impl<'p, C: Clock> Retry<'p, C> {
     }
 
     /// The frame for the layer of the next attempt.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn frame(&self) -> Frame {
         self.state.frame()
     }
@@ -354,6 +354,7 @@ impl<E: fmt::Debug> fmt::Display for DebugAsDisplay<'_, E> {
 
 impl<C: Clock> Drop for Retry<'_, C> {
     /// A call dropped mid-attempt (cancelled) gives its breaker permit back.
+    #[inline(always)]
     fn drop(&mut self) {
         let breaker = self.state.policy().breaker();
         if let (Some(permit), Some(breaker)) = (self.state.permit.take(), breaker) {

@@ -146,7 +146,7 @@ pub(crate) struct Frame {
 
 impl Frame {
     /// A frame whose deadline is known.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn known(deadline: CompactDeadline, started: CompactInstant) -> Self {
         Self {
             deadline: deadline.0.ticks(),
@@ -157,7 +157,7 @@ impl Frame {
 
     /// A frame whose deadline falls `offset` nanoseconds (`u64::MAX` for none) after a
     /// start not yet read.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn lazy(offset: u64) -> Self {
         Self {
             deadline: offset,
@@ -167,19 +167,19 @@ impl Frame {
     }
 
     /// When the layer's call started its clock, if it has.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn started(&self) -> Option<CompactInstant> {
         self.started
     }
 
     /// Whether a failure came out of a nested `#[retry]` call.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn inner_failed(&self) -> bool {
         self.inner_failed
     }
 
     /// Starts the layer's clock at `now`, if it has not started.
-    #[inline]
+    #[inline(always)]
     fn start(&mut self, now: impl FnOnce() -> Instant) {
         if self.started.is_none() {
             let now = CompactInstant::new(now());
@@ -216,7 +216,7 @@ pub(crate) fn enclosing_deadline() -> Option<Instant> {
 }
 
 /// Whether the code running now is inside a layer or scope that has a deadline.
-#[inline]
+#[inline(always)]
 pub(crate) fn has_enclosing_deadline() -> bool {
     FRAME.get().is_some_and(|frame| frame.deadline != u64::MAX)
 }
@@ -246,7 +246,7 @@ pub(crate) fn mark_inner_failure() {
 
 /// Runs `f` with `frame` as this thread's frame: `f`'s result and the frame as `f` left
 /// it. The previous frame is back afterwards, even if `f` panics.
-#[inline]
+#[inline(always)]
 fn within_frame<T>(frame: Frame, f: impl FnOnce() -> T) -> (T, Frame) {
     struct Restore(Option<Frame>);
     impl Drop for Restore {
@@ -280,7 +280,7 @@ pin_project_lite::pin_project! {
 impl<F: Future, C: Clock> Future for InLayer<F, C> {
     type Output = (F::Output, Frame);
 
-    #[inline]
+    #[inline(always)]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.project();
         let (poll, mut frame) = within_frame(*this.frame, || this.future.poll(cx));
@@ -293,7 +293,7 @@ impl<F: Future, C: Clock> Future for InLayer<F, C> {
 }
 
 /// Runs `fut` as an attempt of a layer with `frame`.
-#[inline]
+#[inline(always)]
 pub(crate) fn in_layer<F: Future, C: Clock>(frame: Frame, fut: F) -> InLayer<F, C> {
     InLayer {
         future: fut,

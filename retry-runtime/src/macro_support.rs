@@ -64,7 +64,7 @@ pub struct Attempt<R> {
 
 /// After an attempt: `None` to return its outcome, or the wait before the next attempt.
 /// `show` gives the error's `Display` (or `Debug`, or its type) for the events.
-#[inline]
+#[inline(always)]
 pub fn decide<R: Outcome, C: Clock>(
     call: &mut Retry<'_, C>,
     attempt: &Attempt<R>,
@@ -214,7 +214,7 @@ pin_project_lite::pin_project! {
 impl<F: Future, C: Clock> Future for AttemptFuture<'_, '_, F, C> {
     type Output = Attempt<F::Output>;
 
-    #[inline]
+    #[inline(always)]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.project();
         let (outcome, frame) = {
@@ -232,7 +232,7 @@ impl<F: Future, C: Clock> Future for AttemptFuture<'_, '_, F, C> {
 }
 
 /// Runs one attempt of an async function.
-#[inline]
+#[inline(always)]
 pub fn attempt<'a, 'p, F: Future, C: Clock>(
     call: &'a mut Retry<'p, C>,
     attempt: F,
@@ -266,7 +266,7 @@ pin_project_lite::pin_project! {
 impl<F: Future, C: Clock> Future for AttemptWithin<'_, '_, F, C> {
     type Output = Attempt<F::Output>;
 
-    #[inline]
+    #[inline(always)]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.project();
         Poll::Ready(match std::task::ready!(this.inner.poll(cx)) {
@@ -426,7 +426,7 @@ pin_project_lite::pin_project! {
 impl Future for Pause {
     type Output = ();
 
-    #[inline]
+    #[inline(always)]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
         match self.project().sleep.as_pin_mut() {
             Some(sleep) => sleep.poll(cx),
