@@ -438,7 +438,7 @@ fn generate(args: &Args, krate: &Path, plan: RetryFn, key_check: TokenStream) ->
     // Located at the return type, so that one that is not a `Result` is reported there;
     // the classifier keeps its own location.
     let decide = {
-        let mut arguments = locate(quote!(&mut #call, &#outcome,), output.span());
+        let mut arguments = locate(quote!(&mut #call, &#outcome, &#batch_name,), output.span());
         arguments.extend(quote!(#classify,));
         // Its type names the error type too: located with the rest, so that a return type
         // that is not a `Result` is reported once.

@@ -3,6 +3,7 @@
 use std::fmt;
 use std::future::Future;
 use std::marker::PhantomData;
+use std::mem::ManuallyDrop;
 use std::time::{Duration, Instant};
 
 use crate::attempt::{GiveUp, RetryState, Step};
@@ -11,6 +12,7 @@ use crate::classify::{Class, Classify};
 use crate::layer::{self, CompactInstant, Frame};
 use crate::policy::{Nesting, Policy};
 use crate::rng::with_thread_rng;
+use crate::batch::BatchKey;
 use crate::stats::RetryStats;
 use crate::telemetry::{self, CallSpan};
 use crate::timeout::AttemptTimedOut;
@@ -56,8 +58,30 @@ impl Clock for SystemClock {
 #[derive(Debug)]
 pub struct Retry<'p, C: Clock> {
     state: RetryState<'p>,
-    span: CallSpan,
+    span: SpanSlot,
     clock: PhantomData<C>,
+}
+
+/// The span of a call, closed when the call ends; with no span (every call that has
+/// not failed), dropping it is one test, inline.
+#[derive(Debug, Default)]
+struct SpanSlot(ManuallyDrop<CallSpan>);
+
+impl SpanSlot {
+    #[cold]
+    #[inline(never)]
+    fn close(&mut self) {
+        drop(ManuallyDrop::into_inner(std::mem::take(&mut self.0)));
+    }
+}
+
+impl Drop for SpanSlot {
+    #[inline(always)]
+    fn drop(&mut self) {
+        if !telemetry_wanted(&self.0) {
+            self.close();
+        }
+    }
 }
 
 impl<'p, C: Clock> Retry<'p, C> {
@@ -116,9 +140,8 @@ impl<'p, C: Clock> Retry<'p, C> {
     /// Counts this call, which succeeded at its first attempt, in its thread's batch, or
     /// (for a function without one) in its budget and statistics at once.
     #[inline(always)]
-    fn first_try_success(&self) {
-        let policy = self.state.policy();
-        if let Some(batch) = policy.stats().and_then(RetryStats::batch) {
+    fn first_try_success(&self, batch: Option<&'static BatchKey>) {
+        if let Some(batch) = batch {
             if batch.try_with(|batch| batch.add(C::now)).is_ok() {
                 return;
             }
@@ -159,7 +182,7 @@ impl<'p, C: Clock> Retry<'p, C> {
     /// The span of this call, once it has failed and a subscriber wants one.
     #[cfg(feature = "tracing")]
     pub fn span(&self) -> Option<&tracing::Span> {
-        self.span.as_deref()
+        self.span.0.as_deref()
     }
 
     /// Asks the policy's circuit breaker, if any, to let the next attempt through.
@@ -188,24 +211,35 @@ impl<'p, C: Clock> Retry<'p, C> {
     /// After an attempt that succeeded.
     #[inline(always)]
     pub fn after_success(&mut self) {
+        let batch = self.state.policy().stats().and_then(RetryStats::batch);
+        self.after_success_in(batch);
+    }
+
+    /// After an attempt that succeeded, the first-try success counted in `batch`: the
+    /// function's own, named by the generated code, so that it costs no lookup.
+    #[inline(always)]
+    pub(crate) fn after_success_in(&mut self, batch: Option<&'static BatchKey>) {
         self.settle(true);
         let policy = self.state.policy();
         let attempts = self.state.attempts();
         if attempts == 1 {
-            self.first_try_success();
+            self.first_try_success(batch);
         } else if let Some(stats) = policy.stats() {
             stats.record_success(attempts);
         }
         if attempts > 1 || cfg!(feature = "metrics") {
-            telemetry::succeeded(policy, &self.span, attempts, || self.elapsed());
+            telemetry::succeeded(policy, &self.span.0, attempts, || self.elapsed());
         }
     }
 
     /// Tells the breaker how the attempt in flight went.
     #[inline(always)]
     fn settle(&mut self, healthy: bool) {
+        let Some(permit) = self.state.permit.take() else {
+            return;
+        };
         let policy = self.state.policy();
-        if let (Some(permit), Some(breaker)) = (self.state.permit.take(), policy.breaker()) {
+        if let Some(breaker) = policy.breaker() {
             if let Some(moved) = breaker.record(permit, healthy, C::now()) {
                 telemetry::breaker_moved(policy, moved);
             }
@@ -270,10 +304,10 @@ impl<'p, C: Clock> Retry<'p, C> {
         };
         match step {
             Step::Retry(wait) => {
-                if telemetry_wanted(&self.span) {
-                    self.span = telemetry::open_span(policy);
+                if telemetry_wanted(&self.span.0) {
+                    *self.span.0 = telemetry::open_span(policy);
                 }
-                telemetry::retrying(policy, &self.span, attempt, error, class, wait);
+                telemetry::retrying(policy, &self.span.0, attempt, error, class, wait);
                 if let Some(stats) = policy.stats() {
                     stats.record_wait(wait);
                 }
@@ -309,7 +343,7 @@ impl<'p, C: Clock> Retry<'p, C> {
         if let Some(stats) = policy.stats() {
             stats.record_failure(attempts, reason);
         }
-        telemetry::gave_up(policy, &self.span, attempts, self.elapsed(), reason, error);
+        telemetry::gave_up(policy, &self.span.0, attempts, self.elapsed(), reason, error);
         layer::mark_inner_failure();
     }
 
@@ -334,11 +368,13 @@ impl<'p, C: Clock> Retry<'p, C> {
 
 /// Whether the call still needs its span opened.
 #[cfg(feature = "tracing")]
+#[inline(always)]
 fn telemetry_wanted(span: &CallSpan) -> bool {
     span.is_none()
 }
 
 #[cfg(not(feature = "tracing"))]
+#[inline(always)]
 fn telemetry_wanted(_span: &CallSpan) -> bool {
     false
 }
@@ -356,9 +392,10 @@ impl<C: Clock> Drop for Retry<'_, C> {
     /// A call dropped mid-attempt (cancelled) gives its breaker permit back.
     #[inline(always)]
     fn drop(&mut self) {
-        let breaker = self.state.policy().breaker();
-        if let (Some(permit), Some(breaker)) = (self.state.permit.take(), breaker) {
-            breaker.abandon(permit);
+        if let Some(permit) = self.state.permit.take() {
+            if let Some(breaker) = self.state.policy().breaker() {
+                breaker.abandon(permit);
+            }
         }
     }
 }

@@ -145,6 +145,13 @@ pub(crate) struct Frame {
 }
 
 impl Frame {
+    /// The frame outside any layer: no deadline.
+    const OUTSIDE: Self = Self {
+        deadline: u64::MAX,
+        started: Some(CompactInstant(NonZeroU64::MIN)),
+        inner_failed: false,
+    };
+
     /// A frame whose deadline is known.
     #[inline(always)]
     pub(crate) fn known(deadline: CompactDeadline, started: CompactInstant) -> Self {
@@ -206,7 +213,7 @@ impl Frame {
 thread_local! {
     /// The frame of the layer whose attempt is running on this thread right now: an
     /// async attempt's while it is being polled, a blocking attempt's while it runs.
-    static FRAME: Cell<Option<Frame>> = const { Cell::new(None) };
+    static FRAME: Cell<Frame> = const { Cell::new(Frame::OUTSIDE) };
 }
 
 /// The deadline of the enclosing layer, if any.
@@ -218,45 +225,44 @@ pub(crate) fn enclosing_deadline() -> Option<Instant> {
 /// Whether the code running now is inside a layer or scope that has a deadline.
 #[inline(always)]
 pub(crate) fn has_enclosing_deadline() -> bool {
-    FRAME.get().is_some_and(|frame| frame.deadline != u64::MAX)
+    FRAME.get().deadline != u64::MAX
 }
 
 /// The deadline of the enclosing layer, compact; if that layer has not started its
 /// clock yet, it starts now, read from `now`.
 #[inline]
 pub(crate) fn enclosing(now: impl FnOnce() -> Instant) -> CompactDeadline {
-    let Some(mut frame) = FRAME.get() else {
-        return CompactDeadline::NONE;
-    };
+    let mut frame = FRAME.get();
     let lazy = frame.started.is_none();
     let deadline = frame.deadline(now);
     if lazy {
-        FRAME.set(Some(frame));
+        FRAME.set(frame);
     }
     deadline
 }
 
 /// Tells the enclosing layer, if any, that a failure went through a retrying layer.
 pub(crate) fn mark_inner_failure() {
-    if let Some(mut frame) = FRAME.get() {
-        frame.inner_failed = true;
-        FRAME.set(Some(frame));
-    }
+    // Outside any layer, the mark is on `Frame::OUTSIDE`'s copy, which nobody reads.
+    let mut frame = FRAME.get();
+    frame.inner_failed = true;
+    FRAME.set(frame);
 }
 
 /// Runs `f` with `frame` as this thread's frame: `f`'s result and the frame as `f` left
 /// it. The previous frame is back afterwards, even if `f` panics.
 #[inline(always)]
 fn within_frame<T>(frame: Frame, f: impl FnOnce() -> T) -> (T, Frame) {
-    struct Restore(Option<Frame>);
+    struct Restore(Frame);
     impl Drop for Restore {
+        #[inline(always)]
         fn drop(&mut self) {
             FRAME.set(self.0);
         }
     }
-    let restore = Restore(FRAME.replace(Some(frame)));
+    let restore = Restore(FRAME.replace(frame));
     let output = f();
-    let frame = FRAME.get().unwrap_or(frame);
+    let frame = FRAME.get();
     drop(restore);
     (output, frame)
 }
