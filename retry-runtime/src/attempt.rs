@@ -153,6 +153,14 @@ impl<'p> RetryState<'p> {
         self
     }
 
+    /// Starts the call's clock when the layer of its attempt did, if it did.
+    #[inline(always)]
+    pub(crate) fn adopt(&mut self, frame: &Frame) {
+        if self.started.is_none() {
+            self.started = frame.started(self.deadline);
+        }
+    }
+
     /// Starts the call's clock at `now`, if it has not started.
     #[inline(always)]
     pub(crate) fn start_at(&mut self, now: CompactInstant) {
@@ -166,12 +174,9 @@ impl<'p> RetryState<'p> {
     #[inline(always)]
     pub(crate) fn frame(&self) -> Frame {
         match self.started {
-            Some(started) => Frame::known(
-                CompactDeadline::from_compact(
-                    (self.deadline != u64::MAX).then(|| started.plus_nanos(self.deadline)),
-                ),
-                started,
-            ),
+            Some(started) => Frame::known(CompactDeadline::from_compact(
+                (self.deadline != u64::MAX).then(|| started.plus_nanos(self.deadline)),
+            )),
             None => Frame::lazy(self.deadline),
         }
     }

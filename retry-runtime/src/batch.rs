@@ -21,7 +21,7 @@
 //! What this costs the budget: requests are counted up to `BATCH - 1` calls late per
 //! thread and function, and at the time their batch is added rather than when they were
 //! made. So a thread that made a few calls long ago and then fails adds requests older
-//! than the window, at most `BATCH - 1` of them: 3 more retries at the default 10 %.
+//! than the window, at most `BATCH - 1` of them: 6 more retries at the default 10 %.
 
 use std::cell::Cell;
 use std::thread::LocalKey;
@@ -32,7 +32,7 @@ use crate::policy::Policy;
 
 /// How many first-try successes a thread counts before adding them to the shared
 /// counters.
-pub const BATCH: u32 = 32;
+pub const BATCH: u32 = 64;
 
 /// One function's first-try successes on one thread, not yet added to its budget and
 /// statistics. Made by `#[retry]` in a `thread_local!`; see the [module](self).

@@ -19,7 +19,7 @@ const PPM: u64 = 1_000_000;
 /// A budget is built in `const` context so it can be a `static` shared by every function
 /// that calls one dependency, and it is lock-free: a retry takes one atomic update to
 /// withdraw, and nothing is allocated. A `#[retry]` call that succeeds at once does not
-/// touch the budget: each thread counts those and deposits them 32 at a time, or sooner
+/// touch the budget: each thread counts those and deposits them 64 at a time, or sooner
 /// when one of its calls fails (see [`crate::batch`]).
 ///
 /// ```

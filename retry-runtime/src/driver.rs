@@ -132,9 +132,7 @@ impl<'p, C: Clock> Retry<'p, C> {
     /// during the attempt.
     #[inline(always)]
     pub(crate) fn adopt(&mut self, frame: &Frame) {
-        if let Some(started) = frame.started() {
-            self.state.start_at(started);
-        }
+        self.state.adopt(frame);
     }
 
     /// Counts this call, which succeeded at its first attempt, in its thread's batch, or

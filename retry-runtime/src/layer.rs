@@ -124,41 +124,42 @@ impl CompactDeadline {
     }
 }
 
-/// What an enclosing layer tells the code inside it.
+/// What an enclosing layer tells the code inside it: its deadline, and whether a failure
+/// came out of a nested `#[retry]` call (which has had its chance to retry, so that the
+/// enclosing layer does not multiply the attempts).
 ///
 /// A layer's deadline may not be known yet: an async `#[retry]` call starts its clock
 /// only when something needs it (see [`crate::Retry::start_lazily`]). Until then its
 /// frame holds the deadline as an offset from a start still to be read, and the first
 /// to need the deadline (a nested call, [`crate::deadline::remaining`], or the attempt
-/// yielding for the first time) reads the clock and fixes both.
+/// yielding for the first time) reads the clock and fixes it.
+///
+/// One word: the frame is copied into and out of a thread-local on every poll, and a
+/// word is copied in one move, which the CPU forwards from store to load. The low three
+/// bits are flags; the rest is, while the clock has not started, the deadline's offset
+/// from the start, and afterwards the deadline's ticks (or, for a frame without a
+/// deadline, the start's), all rounded down to 8 ns.
 #[derive(Clone, Copy)]
-pub(crate) struct Frame {
-    /// While `started` is `None`, the deadline in nanoseconds after the start;
-    /// afterwards the deadline's ticks. `u64::MAX` for none either way.
-    deadline: u64,
-    /// When the layer's call started its clock; `None` until something needed it. Always
-    /// set for a frame with a known deadline.
-    started: Option<CompactInstant>,
-    /// Set by an inner `#[retry]` call that returned a failure: it has had its chance
-    /// to retry, so the enclosing layer should not multiply the attempts.
-    inner_failed: bool,
-}
+pub(crate) struct Frame(u64);
 
 impl Frame {
-    /// The frame outside any layer: no deadline.
-    const OUTSIDE: Self = Self {
-        deadline: u64::MAX,
-        started: Some(CompactInstant(NonZeroU64::MIN)),
-        inner_failed: false,
-    };
+    /// Set when a failure came out of a nested `#[retry]` call.
+    const INNER_FAILED: u64 = 1;
+    /// Set once the layer's clock has started.
+    const STARTED: u64 = 2;
+    /// Set for a layer without a deadline.
+    const NO_DEADLINE: u64 = 4;
+    const FLAGS: u64 = 7;
 
-    /// A frame whose deadline is known.
+    /// The frame outside any layer: no deadline.
+    const OUTSIDE: Self = Self(Self::STARTED | Self::NO_DEADLINE);
+
+    /// The frame of a layer whose clock has started.
     #[inline(always)]
-    pub(crate) fn known(deadline: CompactDeadline, started: CompactInstant) -> Self {
-        Self {
-            deadline: deadline.0.ticks(),
-            started: Some(started),
-            inner_failed: false,
+    pub(crate) fn known(deadline: CompactDeadline) -> Self {
+        match deadline.compact() {
+            Some(deadline) => Self((deadline.ticks() & !Self::FLAGS) | Self::STARTED),
+            None => Self::OUTSIDE,
         }
     }
 
@@ -166,47 +167,70 @@ impl Frame {
     /// start not yet read.
     #[inline(always)]
     pub(crate) fn lazy(offset: u64) -> Self {
-        Self {
-            deadline: offset,
-            started: None,
-            inner_failed: false,
+        if offset == u64::MAX {
+            Self(Self::NO_DEADLINE)
+        } else {
+            Self(offset & !Self::FLAGS)
         }
     }
 
-    /// When the layer's call started its clock, if it has.
+    /// When the clock started, for a layer whose deadline is `offset` nanoseconds
+    /// (`u64::MAX` for none) after its start: `None` if it has not.
     #[inline(always)]
-    pub(crate) fn started(&self) -> Option<CompactInstant> {
-        self.started
+    pub(crate) fn started(&self, offset: u64) -> Option<CompactInstant> {
+        if self.0 & Self::STARTED == 0 {
+            return None;
+        }
+        let value = self.0 & !Self::FLAGS;
+        let ticks = if self.0 & Self::NO_DEADLINE != 0 {
+            value
+        } else {
+            value.saturating_sub(offset & !Self::FLAGS)
+        };
+        NonZeroU64::new(ticks).map(CompactInstant)
     }
 
     /// Whether a failure came out of a nested `#[retry]` call.
     #[inline(always)]
     pub(crate) fn inner_failed(&self) -> bool {
-        self.inner_failed
+        self.0 & Self::INNER_FAILED != 0
+    }
+
+    /// Records that a failure came out of a nested `#[retry]` call.
+    fn mark_inner_failed(&mut self) {
+        self.0 |= Self::INNER_FAILED;
+    }
+
+    /// Whether the frame has a deadline.
+    #[inline(always)]
+    fn has_deadline(&self) -> bool {
+        self.0 & Self::NO_DEADLINE == 0
     }
 
     /// Starts the layer's clock at `now`, if it has not started.
     #[inline(always)]
     fn start(&mut self, now: impl FnOnce() -> Instant) {
-        if self.started.is_none() {
+        if self.0 & Self::STARTED == 0 {
             let now = CompactInstant::new(now());
-            if self.deadline != u64::MAX {
-                self.deadline = now.plus_nanos(self.deadline).ticks();
-            }
-            self.started = Some(now);
+            let flags = self.0 & Self::FLAGS;
+            let ticks = if self.has_deadline() {
+                now.plus_nanos(self.0 & !Self::FLAGS).ticks()
+            } else {
+                now.ticks()
+            };
+            self.0 = (ticks & !Self::FLAGS) | flags | Self::STARTED;
         }
     }
 
     /// The deadline, starting the clock (with `now`) if it has one and has not started.
     #[inline]
     fn deadline(&mut self, now: impl FnOnce() -> Instant) -> CompactDeadline {
-        if self.deadline == u64::MAX {
+        if !self.has_deadline() {
             return CompactDeadline::NONE;
         }
         self.start(now);
-        CompactDeadline(CompactInstant(
-            NonZeroU64::new(self.deadline).expect("the ticks of an instant are not zero"),
-        ))
+        let ticks = (self.0 & !Self::FLAGS).max(Self::FLAGS + 1);
+        CompactDeadline(CompactInstant(NonZeroU64::new(ticks).expect("at least 8")))
     }
 }
 
@@ -225,7 +249,7 @@ pub(crate) fn enclosing_deadline() -> Option<Instant> {
 /// Whether the code running now is inside a layer or scope that has a deadline.
 #[inline(always)]
 pub(crate) fn has_enclosing_deadline() -> bool {
-    FRAME.get().deadline != u64::MAX
+    FRAME.get().has_deadline()
 }
 
 /// The deadline of the enclosing layer, compact; if that layer has not started its
@@ -233,7 +257,7 @@ pub(crate) fn has_enclosing_deadline() -> bool {
 #[inline]
 pub(crate) fn enclosing(now: impl FnOnce() -> Instant) -> CompactDeadline {
     let mut frame = FRAME.get();
-    let lazy = frame.started.is_none();
+    let lazy = frame.0 & Frame::STARTED == 0;
     let deadline = frame.deadline(now);
     if lazy {
         FRAME.set(frame);
@@ -245,7 +269,7 @@ pub(crate) fn enclosing(now: impl FnOnce() -> Instant) -> CompactDeadline {
 pub(crate) fn mark_inner_failure() {
     // Outside any layer, the mark is on `Frame::OUTSIDE`'s copy, which nobody reads.
     let mut frame = FRAME.get();
-    frame.inner_failed = true;
+    frame.mark_inner_failed();
     FRAME.set(frame);
 }
 
@@ -316,8 +340,7 @@ pub(crate) fn run_blocking<T>(frame: Frame, f: impl FnOnce() -> T) -> (T, Frame)
 /// A frame for a deadline scope, which is not a retry layer and has no clock of its own.
 fn scope_frame(deadline: Option<Instant>) -> Frame {
     let deadline = CompactDeadline::new(earliest(deadline, enclosing_deadline()));
-    // A scope's frame is never lazy; its start is never read.
-    Frame::known(deadline, CompactInstant(NonZeroU64::MIN))
+    Frame::known(deadline)
 }
 
 /// Runs `fut` with `deadline`, cut at any enclosing deadline, as the deadline of
@@ -325,7 +348,7 @@ fn scope_frame(deadline: Option<Instant>) -> Frame {
 /// call is passed on to the enclosing layer.
 pub(crate) async fn with_deadline<F: Future>(deadline: Option<Instant>, fut: F) -> F::Output {
     let (output, frame) = in_layer::<F, TokioClock>(scope_frame(deadline), fut).await;
-    if frame.inner_failed {
+    if frame.inner_failed() {
         mark_inner_failure();
     }
     output

@@ -22,7 +22,7 @@ const BUCKET_TOPS: [u32; BUCKETS] = [1, 2, 3, 4, 5, 10, u32::MAX];
 const REASONS: usize = 8;
 
 /// The counters of one retried function. Lock-free; a `#[retry]` call that succeeds at
-/// once does not touch them: each thread counts those and adds them 32 at a time (see
+/// once does not touch them: each thread counts those and adds them 64 at a time (see
 /// [`crate::batch`]), and a read on a thread first adds what that thread has pending.
 #[derive(Debug)]
 pub struct RetryStats {
