@@ -9,8 +9,11 @@
 //!
 //! - when it reaches [`BATCH`] calls;
 //! - when a call of the function fails on this thread, before the failure asks the budget
-//!   for a retry, so that a thread's own requests always count for its retries;
-//! - when the thread exits.
+//!   for a retry, so that the function's own requests on this thread count for its
+//!   retries (the pending successes of other functions that share the budget are added
+//!   by their own batches);
+//! - when the thread exits (at the time of the system clock, even for an async function
+//!   under tokio's paused clock).
 //!
 //! Statistics read on a thread ([`crate::stats::get`], [`crate::stats::all`],
 //! [`crate::RetryStats::snapshot`]) first add that thread's pending successes to them,

@@ -7,12 +7,12 @@ use std::mem::ManuallyDrop;
 use std::time::{Duration, Instant};
 
 use crate::attempt::{GiveUp, RetryState, Step};
+use crate::batch::BatchKey;
 use crate::breaker::CircuitOpen;
 use crate::classify::{Class, Classify};
 use crate::layer::{self, CompactInstant, Frame};
 use crate::policy::{Nesting, Policy};
 use crate::rng::with_thread_rng;
-use crate::batch::BatchKey;
 use crate::stats::RetryStats;
 use crate::telemetry::{self, CallSpan};
 use crate::timeout::AttemptTimedOut;
@@ -93,8 +93,12 @@ impl<'p, C: Clock> Retry<'p, C> {
     #[inline]
     pub fn start(policy: &'p Policy) -> Self {
         let now = C::now();
-        let outer = layer::enclosing(|| now);
-        Self::new(RetryState::starting(policy, CompactInstant::new(now)).within_compact(outer.compact()))
+        // Only async calls start lazily, so an enclosing layer whose clock has not
+        // started is async, and starts on tokio's clock, as the rest of it runs.
+        let outer = layer::enclosing(TokioClock::now);
+        Self::new(
+            RetryState::starting(policy, CompactInstant::new(now)).within_compact(outer.compact()),
+        )
     }
 
     /// Starts an async call under `policy`, its clock only when something needs it: when
@@ -150,7 +154,9 @@ impl<'p, C: Clock> Retry<'p, C> {
     #[cold]
     fn first_try_success_unbatched(&self) {
         let policy = self.state.policy();
-        policy.budget().deposit_compact(CompactInstant::new(C::now()));
+        policy
+            .budget()
+            .deposit_compact(CompactInstant::new(C::now()));
         if let Some(stats) = policy.stats() {
             stats.record_success(1);
         }
@@ -341,7 +347,14 @@ impl<'p, C: Clock> Retry<'p, C> {
         if let Some(stats) = policy.stats() {
             stats.record_failure(attempts, reason);
         }
-        telemetry::gave_up(policy, &self.span.0, attempts, self.elapsed(), reason, error);
+        telemetry::gave_up(
+            policy,
+            &self.span.0,
+            attempts,
+            self.elapsed(),
+            reason,
+            error,
+        );
         layer::mark_inner_failure();
     }
 

@@ -10,8 +10,8 @@
 #![forbid(unsafe_code)]
 
 mod attempt;
-pub mod batch;
 pub mod backoff;
+pub mod batch;
 mod breaker;
 mod budget;
 mod classify;
