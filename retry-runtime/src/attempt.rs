@@ -113,7 +113,8 @@ impl<'p> RetryState<'p> {
 
     /// The state of a call whose clock starts later, when it first needs it: at
     /// [`RetryState::start_at`], or at its first failure.
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     pub(crate) fn unstarted(policy: &'p Policy) -> Self {
         Self {
             policy,
@@ -154,7 +155,8 @@ impl<'p> RetryState<'p> {
     }
 
     /// Starts the call's clock when the layer of its attempt did, if it did.
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     pub(crate) fn adopt(&mut self, frame: &Frame) {
         if self.started.is_none() {
             self.started = frame.started(self.deadline);
@@ -162,7 +164,8 @@ impl<'p> RetryState<'p> {
     }
 
     /// Starts the call's clock at `now`, if it has not started.
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     pub(crate) fn start_at(&mut self, now: CompactInstant) {
         if self.started.is_none() {
             self.started = Some(now);
@@ -171,7 +174,8 @@ impl<'p> RetryState<'p> {
 
     /// The frame for the layer of the next attempt: the deadline, or, before the clock
     /// has started, the offset the deadline will have from the start.
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     pub(crate) fn frame(&self) -> Frame {
         match self.started {
             Some(started) => Frame::known(CompactDeadline::from_compact(
@@ -182,13 +186,15 @@ impl<'p> RetryState<'p> {
     }
 
     /// The policy this call follows.
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     pub fn policy(&self) -> &'p Policy {
         self.policy
     }
 
     /// How many attempts have been started, the first included.
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     pub fn attempts(&self) -> u32 {
         self.attempts
     }

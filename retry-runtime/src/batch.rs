@@ -62,7 +62,8 @@ impl Batch {
     }
 
     /// Counts one success; adds the batch when it is full, reading the time from `now`.
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     pub(crate) fn add(&self, now: impl FnOnce() -> Instant) {
         let pending = self.pending.get() + 1;
         self.pending.set(pending);

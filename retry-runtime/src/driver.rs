@@ -76,7 +76,8 @@ impl SpanSlot {
 }
 
 impl Drop for SpanSlot {
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn drop(&mut self) {
         if !telemetry_wanted(&self.0) {
             self.close();
@@ -112,7 +113,8 @@ impl<'p, C: Clock> Retry<'p, C> {
     ///
     /// Inside an enclosing deadline, or with an attempt timeout, the clock starts now,
     /// as with [`Retry::start`]: both need the time at once.
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     pub fn start_lazily(policy: &'p Policy) -> Self {
         if policy.attempt_timeout().is_some() || layer::has_enclosing_deadline() {
             return Self::start(policy);
@@ -120,7 +122,8 @@ impl<'p, C: Clock> Retry<'p, C> {
         Self::new(RetryState::unstarted(policy))
     }
 
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn new(state: RetryState<'p>) -> Self {
         if let Some(stats) = state.policy().stats() {
             stats.register();
@@ -134,14 +137,16 @@ impl<'p, C: Clock> Retry<'p, C> {
 
     /// Takes in how the attempt left its layer: when the call's clock started, if it did
     /// during the attempt.
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     pub(crate) fn adopt(&mut self, frame: &Frame) {
         self.state.adopt(frame);
     }
 
     /// Counts this call, which succeeded at its first attempt, in its thread's batch, or
     /// (for a function without one) in its budget and statistics at once.
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn first_try_success(&self, batch: Option<&'static BatchKey>) {
         if let Some(batch) = batch {
             if batch.try_with(|batch| batch.add(C::now)).is_ok() {
@@ -213,7 +218,8 @@ impl<'p, C: Clock> Retry<'p, C> {
     }
 
     /// After an attempt that succeeded.
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     pub fn after_success(&mut self) {
         let batch = self.state.policy().stats().and_then(RetryStats::batch);
         self.after_success_in(batch);
@@ -221,7 +227,8 @@ impl<'p, C: Clock> Retry<'p, C> {
 
     /// After an attempt that succeeded, the first-try success counted in `batch`: the
     /// function's own, named by the generated code, so that it costs no lookup.
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     pub(crate) fn after_success_in(&mut self, batch: Option<&'static BatchKey>) {
         self.settle(true);
         let policy = self.state.policy();
@@ -237,7 +244,8 @@ impl<'p, C: Clock> Retry<'p, C> {
     }
 
     /// Tells the breaker how the attempt in flight went.
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn settle(&mut self, healthy: bool) {
         let Some(permit) = self.state.permit.take() else {
             return;
@@ -371,7 +379,8 @@ impl<'p, C: Clock> Retry<'p, C> {
     }
 
     /// The frame for the layer of the next attempt.
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     pub(crate) fn frame(&self) -> Frame {
         self.state.frame()
     }
@@ -379,13 +388,15 @@ impl<'p, C: Clock> Retry<'p, C> {
 
 /// Whether the call still needs its span opened.
 #[cfg(feature = "tracing")]
-#[inline(always)]
+#[cfg_attr(debug_assertions, inline)]
+#[cfg_attr(not(debug_assertions), inline(always))]
 fn telemetry_wanted(span: &CallSpan) -> bool {
     span.is_none()
 }
 
 #[cfg(not(feature = "tracing"))]
-#[inline(always)]
+#[cfg_attr(debug_assertions, inline)]
+#[cfg_attr(not(debug_assertions), inline(always))]
 fn telemetry_wanted(_span: &CallSpan) -> bool {
     false
 }
@@ -401,7 +412,8 @@ impl<E: fmt::Debug> fmt::Display for DebugAsDisplay<'_, E> {
 
 impl<C: Clock> Drop for Retry<'_, C> {
     /// A call dropped mid-attempt (cancelled) gives its breaker permit back.
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn drop(&mut self) {
         if let Some(permit) = self.state.permit.take() {
             if let Some(breaker) = self.state.policy().breaker() {

@@ -155,7 +155,8 @@ impl Frame {
     const OUTSIDE: Self = Self(Self::STARTED | Self::NO_DEADLINE);
 
     /// The frame of a layer whose clock has started.
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     pub(crate) fn known(deadline: CompactDeadline) -> Self {
         match deadline.compact() {
             Some(deadline) => Self((deadline.ticks() & !Self::FLAGS) | Self::STARTED),
@@ -165,7 +166,8 @@ impl Frame {
 
     /// A frame whose deadline falls `offset` nanoseconds (`u64::MAX` for none) after a
     /// start not yet read.
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     pub(crate) fn lazy(offset: u64) -> Self {
         if offset == u64::MAX {
             Self(Self::NO_DEADLINE)
@@ -176,7 +178,8 @@ impl Frame {
 
     /// When the clock started, for a layer whose deadline is `offset` nanoseconds
     /// (`u64::MAX` for none) after its start: `None` if it has not.
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     pub(crate) fn started(&self, offset: u64) -> Option<CompactInstant> {
         if self.0 & Self::STARTED == 0 {
             return None;
@@ -191,7 +194,8 @@ impl Frame {
     }
 
     /// Whether a failure came out of a nested `#[retry]` call.
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     pub(crate) fn inner_failed(&self) -> bool {
         self.0 & Self::INNER_FAILED != 0
     }
@@ -202,13 +206,15 @@ impl Frame {
     }
 
     /// Whether the frame has a deadline.
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn has_deadline(&self) -> bool {
         self.0 & Self::NO_DEADLINE == 0
     }
 
     /// Starts the layer's clock at `now`, if it has not started.
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn start(&mut self, now: impl FnOnce() -> Instant) {
         if self.0 & Self::STARTED == 0 {
             let now = CompactInstant::new(now());
@@ -247,7 +253,8 @@ pub(crate) fn enclosing_deadline() -> Option<Instant> {
 }
 
 /// Whether the code running now is inside a layer or scope that has a deadline.
-#[inline(always)]
+#[cfg_attr(debug_assertions, inline)]
+#[cfg_attr(not(debug_assertions), inline(always))]
 pub(crate) fn has_enclosing_deadline() -> bool {
     FRAME.get().has_deadline()
 }
@@ -275,11 +282,13 @@ pub(crate) fn mark_inner_failure() {
 
 /// Runs `f` with `frame` as this thread's frame: `f`'s result and the frame as `f` left
 /// it. The previous frame is back afterwards, even if `f` panics.
-#[inline(always)]
+#[cfg_attr(debug_assertions, inline)]
+#[cfg_attr(not(debug_assertions), inline(always))]
 fn within_frame<T>(frame: Frame, f: impl FnOnce() -> T) -> (T, Frame) {
     struct Restore(Frame);
     impl Drop for Restore {
-        #[inline(always)]
+        #[cfg_attr(debug_assertions, inline)]
+        #[cfg_attr(not(debug_assertions), inline(always))]
         fn drop(&mut self) {
             FRAME.set(self.0);
         }
@@ -310,7 +319,8 @@ pin_project_lite::pin_project! {
 impl<F: Future, C: Clock> Future for InLayer<F, C> {
     type Output = (F::Output, Frame);
 
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.project();
         let (poll, mut frame) = within_frame(*this.frame, || this.future.poll(cx));
@@ -323,7 +333,8 @@ impl<F: Future, C: Clock> Future for InLayer<F, C> {
 }
 
 /// Runs `fut` as an attempt of a layer with `frame`.
-#[inline(always)]
+#[cfg_attr(debug_assertions, inline)]
+#[cfg_attr(not(debug_assertions), inline(always))]
 pub(crate) fn in_layer<F: Future, C: Clock>(frame: Frame, fut: F) -> InLayer<F, C> {
     InLayer {
         future: fut,

@@ -64,7 +64,8 @@ pub struct Attempt<R> {
 
 /// After an attempt: `None` to return its outcome, or the wait before the next attempt.
 /// A first-try success is counted in `batch`, the function's own. `show` gives the error's `Display` (or `Debug`, or its type) for the events.
-#[inline(always)]
+#[cfg_attr(debug_assertions, inline)]
+#[cfg_attr(not(debug_assertions), inline(always))]
 pub fn decide<R: Outcome, C: Clock>(
     call: &mut Retry<'_, C>,
     attempt: &Attempt<R>,
@@ -215,7 +216,8 @@ pin_project_lite::pin_project! {
 impl<F: Future, C: Clock> Future for AttemptFuture<'_, '_, F, C> {
     type Output = Attempt<F::Output>;
 
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.project();
         let (outcome, frame) = {
@@ -233,7 +235,8 @@ impl<F: Future, C: Clock> Future for AttemptFuture<'_, '_, F, C> {
 }
 
 /// Runs one attempt of an async function.
-#[inline(always)]
+#[cfg_attr(debug_assertions, inline)]
+#[cfg_attr(not(debug_assertions), inline(always))]
 pub fn attempt<'a, 'p, F: Future, C: Clock>(
     call: &'a mut Retry<'p, C>,
     attempt: F,
@@ -267,7 +270,8 @@ pin_project_lite::pin_project! {
 impl<F: Future, C: Clock> Future for AttemptWithin<'_, '_, F, C> {
     type Output = Attempt<F::Output>;
 
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.project();
         Poll::Ready(match std::task::ready!(this.inner.poll(cx)) {
@@ -427,7 +431,8 @@ pin_project_lite::pin_project! {
 impl Future for Pause {
     type Output = ();
 
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
         match self.project().sleep.as_pin_mut() {
             Some(sleep) => sleep.poll(cx),

@@ -136,7 +136,8 @@ impl RetryStats {
     }
 
     /// The function's per-thread count of first-try successes, if it has one.
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     pub(crate) fn batch(&self) -> Option<&'static BatchKey> {
         self.batch
     }
@@ -161,7 +162,8 @@ impl RetryStats {
 
     /// Makes these counters visible to [`all`] and [`get`]; done on a function's first
     /// call.
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     pub fn register(&'static self) {
         if !self.registered.load(Ordering::Acquire) {
             self.register_slow();
