@@ -309,8 +309,7 @@ fn classifier(args: &Args, plan: &RetryFn, krate: &Path) -> TokenStream {
 //         static POLICY: Policy =
 //             Policy::new().with_budget(&BUDGET).with_stats(&STATS)
 //                 .with_deadline(Duration::new(5, 0));
-//         static STATS: RetryStats = RetryStats::new("crate::fetch").with_batch(&BATCH);
-//         thread_local! { static BATCH: Batch = const { Batch::new(&POLICY) }; }
+//         static STATS: RetryStats = RetryStats::new("crate::fetch");
 //         let mut call = Retry::<TokioClock>::start_lazily(&POLICY);
 //         loop {
 //             let attempt = {
@@ -339,7 +338,6 @@ fn generate(args: &Args, krate: &Path, plan: RetryFn, key_check: TokenStream) ->
     let policy_name = hidden("__PERSEVERE_POLICY");
     let budget_name = hidden("__PERSEVERE_BUDGET");
     let stats_name = hidden("__PERSEVERE_STATS");
-    let batch_name = hidden("__PERSEVERE_BATCH");
     let call = hidden("__persevere_call");
     let wait = hidden("__persevere_wait");
     let outcome = hidden("__persevere_outcome");
@@ -355,16 +353,10 @@ fn generate(args: &Args, krate: &Path, plan: RetryFn, key_check: TokenStream) ->
         ),
     };
     let function = &plan.item.sig.ident;
-    // The statistics, and the thread-local count of first-try successes that is added
-    // to them and to the budget in batches; the three statics refer to each other.
     let stats_static = quote! {
         static #stats_name: #private::RetryStats = #private::RetryStats::new(
             ::core::concat!(::core::module_path!(), "::", ::core::stringify!(#function)),
-        )
-        .with_batch(&#batch_name);
-        ::std::thread_local! {
-            static #batch_name: #private::Batch = const { #private::Batch::new(&#policy_name) };
-        }
+        );
     };
     let policy = policy(args, krate, &budget, &stats_name);
     let classify = classifier(args, &plan, krate);
@@ -438,7 +430,7 @@ fn generate(args: &Args, krate: &Path, plan: RetryFn, key_check: TokenStream) ->
     // Located at the return type, so that one that is not a `Result` is reported there;
     // the classifier keeps its own location.
     let decide = {
-        let mut arguments = locate(quote!(&mut #call, &#outcome, &#batch_name,), output.span());
+        let mut arguments = locate(quote!(&mut #call, &#outcome, &#policy_name,), output.span());
         arguments.extend(quote!(#classify,));
         // Its type names the error type too: located with the rest, so that a return type
         // that is not a `Result` is reported once.

@@ -2,16 +2,16 @@
 //! counters in batches.
 //!
 //! Such a call is most calls, and it must cost next to nothing: it must not read the
-//! clock and must not write a word that other cores write. So each `#[retry]` function
-//! has a thread-local [`Batch`] that counts its first-try successes on this thread. The
-//! batch is added to the function's retry budget (as requests, at the time the batch is
-//! added) and to its statistics:
+//! clock and must not write a word that other cores write. So each thread counts the
+//! first-try successes of each `#[retry]` function in a slot of its own (one of
+//! [`SLOTS`], given to a function at its first call), and adds them to the function's
+//! retry budget (as requests, at the time they are added) and to its statistics:
 //!
-//! - when it reaches [`BATCH`] calls;
+//! - when they reach [`BATCH`] calls;
 //! - when a call of the function fails on this thread, before the failure asks the budget
 //!   for a retry, so that the function's own requests on this thread count for its
 //!   retries (the pending successes of other functions that share the budget are added
-//!   by their own batches);
+//!   by their own slots);
 //! - when the thread exits (at the time of the system clock, even for an async function
 //!   under tokio's paused clock).
 //!
@@ -22,12 +22,15 @@
 //! that calls it.
 //!
 //! What this costs the budget: requests are counted up to `BATCH - 1` calls late per
-//! thread and function, and at the time their batch is added rather than when they were
-//! made. So a thread that made a few calls long ago and then fails adds requests older
-//! than the window, at most `BATCH - 1` of them: 6 more retries at the default 10 %.
+//! thread and function, and at the time they are added rather than when they were made.
+//! So a thread that made a few calls long ago and then fails adds requests older than the
+//! window, at most `BATCH - 1` of them: 6 more retries at the default 10 %.
+//!
+//! The functions of a process past the first [`SLOTS`] to be called, and calls through
+//! [`crate::retry`] and [`crate::retry_blocking`], count each call at once instead: a
+//! clock read and two atomic additions.
 
 use std::cell::Cell;
-use std::thread::LocalKey;
 use std::time::Instant;
 
 use crate::layer::CompactInstant;
@@ -37,71 +40,113 @@ use crate::policy::Policy;
 /// counters.
 pub const BATCH: u32 = 64;
 
+/// How many functions a thread can count for: the first this many `#[retry]` functions
+/// of the process to be called.
+pub const SLOTS: usize = 256;
+
 /// One function's first-try successes on one thread, not yet added to its budget and
-/// statistics. Made by `#[retry]` in a `thread_local!`; see the [module](self).
-#[derive(Debug)]
-pub struct Batch {
-    policy: &'static Policy,
+/// statistics.
+struct Slot {
+    /// The function's policy, set at its first count on this thread.
+    policy: Cell<Option<&'static Policy>>,
     /// Successes not yet deposited in the budget.
     pending: Cell<u32>,
     /// Of those, how many the statistics already count (added by a read on this thread).
     counted: Cell<u32>,
 }
 
-/// The thread-local batch of a function.
-pub type BatchKey = LocalKey<Batch>;
-
-impl Batch {
-    /// An empty batch for the function of `policy`.
-    pub const fn new(policy: &'static Policy) -> Self {
+impl Slot {
+    const fn new() -> Self {
         Self {
-            policy,
+            policy: Cell::new(None),
             pending: Cell::new(0),
             counted: Cell::new(0),
-        }
-    }
-
-    /// Counts one success; adds the batch when it is full, reading the time from `now`.
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
-    pub(crate) fn add(&self, now: impl FnOnce() -> Instant) {
-        let pending = self.pending.get() + 1;
-        self.pending.set(pending);
-        if pending >= BATCH {
-            self.flush(CompactInstant::new(now()));
         }
     }
 
     /// Adds the pending successes to the budget, as requests made at `now`, and to the
     /// statistics.
     #[cold]
-    pub(crate) fn flush(&self, now: CompactInstant) {
+    fn flush(&self, now: CompactInstant) {
         let pending = self.pending.replace(0);
         let counted = self.counted.replace(0);
-        if pending == 0 {
-            return;
-        }
-        self.policy.budget().deposit_many(now, pending);
-        if let Some(stats) = self.policy.stats() {
-            stats.add_first_try_successes(pending - counted);
+        if let (Some(policy), true) = (self.policy.get(), pending > 0) {
+            policy.budget().deposit_many(now, pending);
+            if let Some(stats) = policy.stats() {
+                stats.add_first_try_successes(pending - counted);
+            }
         }
     }
 
     /// Adds the pending successes to the statistics only, for a read on this thread.
-    pub(crate) fn count(&self) {
+    fn count(&self) {
         let pending = self.pending.get();
         let counted = self.counted.replace(pending);
-        if let Some(stats) = self.policy.stats() {
+        if let Some(stats) = self.policy.get().and_then(Policy::stats) {
             stats.add_first_try_successes(pending - counted);
         }
     }
 }
 
-impl Drop for Batch {
+/// A thread's slots.
+struct Slots([Slot; SLOTS]);
+
+impl Drop for Slots {
     /// A thread that exits adds what it has pending.
     fn drop(&mut self) {
-        if self.pending.get() > 0 {
-            self.flush(CompactInstant::new(Instant::now()));
+        let now = CompactInstant::new(Instant::now());
+        for slot in &self.0 {
+            if slot.pending.get() > 0 {
+                slot.flush(now);
+            }
         }
     }
+}
+
+thread_local! {
+    static SLOTS_OF_THIS_THREAD: Slots = const { Slots([const { Slot::new() }; SLOTS]) };
+}
+
+/// Counts one first-try success of the function of `policy`, whose slot is `slot`; adds
+/// the batch when it is full, reading the time from `now`. `false` if it could not (the
+/// thread is exiting, or `slot` is beyond [`SLOTS`]): the caller counts the call itself.
+#[cfg_attr(debug_assertions, inline)]
+#[cfg_attr(not(debug_assertions), inline(always))]
+pub(crate) fn add(policy: &'static Policy, slot: usize, now: impl FnOnce() -> Instant) -> bool {
+    SLOTS_OF_THIS_THREAD
+        .try_with(|slots| {
+            let Some(slot) = slots.0.get(slot) else {
+                return false;
+            };
+            let pending = slot.pending.get() + 1;
+            slot.pending.set(pending);
+            if pending == 1 {
+                slot.policy.set(Some(policy));
+            }
+            if pending >= BATCH {
+                slot.flush(CompactInstant::new(now()));
+            }
+            true
+        })
+        .unwrap_or(false)
+}
+
+/// Adds this thread's pending successes in `slot` to the budget, as requests made at
+/// `now`, and to the statistics.
+pub(crate) fn flush(slot: usize, now: CompactInstant) {
+    let _ = SLOTS_OF_THIS_THREAD.try_with(|slots| {
+        if let Some(slot) = slots.0.get(slot) {
+            slot.flush(now);
+        }
+    });
+}
+
+/// Adds this thread's pending successes in `slot` to the statistics, for a read.
+pub(crate) fn count(slot: usize) {
+    // During the thread's exit the slots may be gone; they have added their counts.
+    let _ = SLOTS_OF_THIS_THREAD.try_with(|slots| {
+        if let Some(slot) = slots.0.get(slot) {
+            slot.count();
+        }
+    });
 }

@@ -136,9 +136,10 @@ impl CompactDeadline {
 ///
 /// One word: the frame is copied into and out of a thread-local on every poll, and a
 /// word is copied in one move, which the CPU forwards from store to load. The low three
-/// bits are flags; the rest is, while the clock has not started, the deadline's offset
-/// from the start, and afterwards the deadline's ticks (or, for a frame without a
-/// deadline, the start's), all rounded down to 8 ns.
+/// bits are flags; the other 61 hold, while the clock has not started, the deadline's
+/// offset from the start (up to 73 years; beyond is no deadline), and afterwards an
+/// instant (the deadline, or for a frame without one the start) in signed nanoseconds
+/// from the process-wide origin (36 years either way, saturating).
 #[derive(Clone, Copy)]
 pub(crate) struct Frame(u64);
 
@@ -150,52 +151,65 @@ impl Frame {
     /// Set for a layer without a deadline.
     const NO_DEADLINE: u64 = 4;
     const FLAGS: u64 = 7;
+    const SHIFT: u32 = 3;
+    /// The farthest instant from the origin a frame holds, either way.
+    const REACH: i64 = (1 << 60) - 1;
 
     /// The frame outside any layer: no deadline.
     const OUTSIDE: Self = Self(Self::STARTED | Self::NO_DEADLINE);
 
+    /// `instant` in the 61 bits of a started frame.
+    #[inline(always)]
+    fn encode(instant: CompactInstant) -> u64 {
+        let from_origin = instant.ticks().wrapping_sub(1 << 63) as i64;
+        (from_origin.clamp(-Self::REACH, Self::REACH) as u64) << Self::SHIFT
+    }
+
+    /// The instant in the 61 bits of a started frame.
+    #[inline(always)]
+    fn decode(self) -> CompactInstant {
+        let from_origin = (self.0 as i64) >> Self::SHIFT;
+        let ticks = (from_origin as u64).wrapping_add(1 << 63);
+        CompactInstant(NonZeroU64::new(ticks).unwrap_or(NonZeroU64::MIN))
+    }
+
     /// The frame of a layer whose clock has started.
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline(always)]
     pub(crate) fn known(deadline: CompactDeadline) -> Self {
         match deadline.compact() {
-            Some(deadline) => Self((deadline.ticks() & !Self::FLAGS) | Self::STARTED),
+            Some(deadline) => Self(Self::encode(deadline) | Self::STARTED),
             None => Self::OUTSIDE,
         }
     }
 
     /// A frame whose deadline falls `offset` nanoseconds (`u64::MAX` for none) after a
     /// start not yet read.
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline(always)]
     pub(crate) fn lazy(offset: u64) -> Self {
-        if offset == u64::MAX {
+        if offset > u64::MAX >> Self::SHIFT {
             Self(Self::NO_DEADLINE)
         } else {
-            Self(offset & !Self::FLAGS)
+            Self(offset << Self::SHIFT)
         }
     }
 
     /// When the clock started, for a layer whose deadline is `offset` nanoseconds
     /// (`u64::MAX` for none) after its start: `None` if it has not.
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline(always)]
     pub(crate) fn started(&self, offset: u64) -> Option<CompactInstant> {
         if self.0 & Self::STARTED == 0 {
             return None;
         }
-        let value = self.0 & !Self::FLAGS;
-        let ticks = if self.0 & Self::NO_DEADLINE != 0 {
-            value
-        } else {
-            value.saturating_sub(offset & !Self::FLAGS)
-        };
-        NonZeroU64::new(ticks).map(CompactInstant)
+        let instant = self.decode();
+        if self.0 & Self::NO_DEADLINE != 0 {
+            return Some(instant);
+        }
+        let ticks = instant.ticks().saturating_sub(offset).max(1);
+        Some(CompactInstant(NonZeroU64::new(ticks).expect("at least 1")))
     }
 
     /// Whether a failure came out of a nested `#[retry]` call.
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline(always)]
     pub(crate) fn inner_failed(&self) -> bool {
         self.0 & Self::INNER_FAILED != 0
     }
@@ -206,25 +220,23 @@ impl Frame {
     }
 
     /// Whether the frame has a deadline.
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline(always)]
     fn has_deadline(&self) -> bool {
         self.0 & Self::NO_DEADLINE == 0
     }
 
     /// Starts the layer's clock at `now`, if it has not started.
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline(always)]
     fn start(&mut self, now: impl FnOnce() -> Instant) {
         if self.0 & Self::STARTED == 0 {
             let now = CompactInstant::new(now());
             let flags = self.0 & Self::FLAGS;
-            let ticks = if self.has_deadline() {
-                now.plus_nanos(self.0 & !Self::FLAGS).ticks()
+            let instant = if self.has_deadline() {
+                now.plus_nanos(self.0 >> Self::SHIFT)
             } else {
-                now.ticks()
+                now
             };
-            self.0 = (ticks & !Self::FLAGS) | flags | Self::STARTED;
+            self.0 = Self::encode(instant) | flags | Self::STARTED;
         }
     }
 
@@ -235,8 +247,7 @@ impl Frame {
             return CompactDeadline::NONE;
         }
         self.start(now);
-        let ticks = (self.0 & !Self::FLAGS).max(Self::FLAGS + 1);
-        CompactDeadline(CompactInstant(NonZeroU64::new(ticks).expect("at least 8")))
+        CompactDeadline(self.decode())
     }
 }
 

@@ -13,7 +13,6 @@ use crate::layer::InLayer;
 
 pub use std::time::Duration;
 
-pub use crate::batch::{Batch, BatchKey};
 pub use crate::breaker::{CircuitBreaker, CircuitOpen};
 pub use crate::budget::RetryBudget;
 pub use crate::classify::{Class, Classify};
@@ -63,18 +62,19 @@ pub struct Attempt<R> {
 }
 
 /// After an attempt: `None` to return its outcome, or the wait before the next attempt.
-/// A first-try success is counted in `batch`, the function's own. `show` gives the error's `Display` (or `Debug`, or its type) for the events.
+/// `policy` is the call's, `'static`, so that a first-try success is counted in its
+/// thread's batch. `show` gives the error's `Display` (or `Debug`, or its type) for the events.
 #[cfg_attr(debug_assertions, inline)]
 #[cfg_attr(not(debug_assertions), inline(always))]
 pub fn decide<R: Outcome, C: Clock>(
     call: &mut Retry<'_, C>,
     attempt: &Attempt<R>,
-    batch: &'static BatchKey,
+    policy: &'static Policy,
     classify: impl FnOnce(&R::Err) -> Class,
     show: for<'e> fn(&'e R::Err) -> Shown<'e>,
 ) -> Option<Duration> {
     let Some(error) = attempt.outcome.failure() else {
-        call.after_success_in(Some(batch));
+        call.after_success_in(Some(policy));
         return None;
     };
     // A timed-out attempt is transient whatever the classifier would say of the error

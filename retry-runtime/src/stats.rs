@@ -5,12 +5,12 @@
 //! call; [`all`] and [`get`] read them, and [`Report`] prints them as a table.
 
 use std::fmt;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
 use crate::attempt::GiveUp;
-use crate::batch::{Batch, BatchKey};
+use crate::batch;
 use crate::telemetry::reason_index;
 
 /// Buckets of the attempts-to-success distribution: 1, 2, 3, 4, 5, 6-10, 11 or more.
@@ -28,8 +28,9 @@ const REASONS: usize = 8;
 pub struct RetryStats {
     name: &'static str,
     registered: AtomicBool,
-    /// The function's per-thread count of first-try successes, if it has one.
-    batch: Option<&'static BatchKey>,
+    /// The function's slot in each thread's count of first-try successes, plus one; 0
+    /// before its first call, and for a function past the first [`batch::SLOTS`].
+    slot: AtomicU32,
     /// Successful calls by the number of attempts they took.
     succeeded: [AtomicU64; BUCKETS],
     /// Attempts made by successful calls that took more than one.
@@ -116,7 +117,7 @@ impl RetryStats {
         Self {
             name,
             registered: AtomicBool::new(false),
-            batch: None,
+            slot: AtomicU32::new(0),
             succeeded: [const { AtomicU64::new(0) }; BUCKETS],
             retried_success_attempts: AtomicU64::new(0),
             failed: [const { AtomicU64::new(0) }; REASONS],
@@ -127,19 +128,15 @@ impl RetryStats {
         }
     }
 
-    /// Counts the function's first-try successes per thread in `batch`, whose pending
-    /// counts a read of these statistics adds first. Set by `#[retry]`.
-    #[doc(hidden)]
-    pub const fn with_batch(mut self, batch: &'static BatchKey) -> Self {
-        self.batch = Some(batch);
-        self
-    }
-
-    /// The function's per-thread count of first-try successes, if it has one.
+    /// The function's slot in each thread's count of first-try successes, once it has
+    /// been called, if it has one.
     #[cfg_attr(debug_assertions, inline)]
     #[cfg_attr(not(debug_assertions), inline(always))]
-    pub(crate) fn batch(&self) -> Option<&'static BatchKey> {
-        self.batch
+    pub(crate) fn slot(&self) -> Option<usize> {
+        match self.slot.load(Ordering::Relaxed) {
+            0 => None,
+            n => Some(n as usize - 1),
+        }
     }
 
     /// Adds `n` calls that succeeded at their first attempt.
@@ -173,8 +170,14 @@ impl RetryStats {
     #[cold]
     fn register_slow(&'static self) {
         let mut registry = REGISTRY.lock().unwrap_or_else(PoisonError::into_inner);
-        if !self.registered.swap(true, Ordering::AcqRel) {
+        if !self.registered.load(Ordering::Acquire) {
+            // Functions take the slots in the order of their first calls.
+            if registry.len() < batch::SLOTS {
+                self.slot
+                    .store(registry.len() as u32 + 1, Ordering::Relaxed);
+            }
             registry.push(self);
+            self.registered.store(true, Ordering::Release);
         }
     }
 
@@ -210,9 +213,8 @@ impl RetryStats {
     /// successes pending on this thread are added first; those pending on other threads
     /// are not (see [`crate::batch`]).
     pub fn snapshot(&self) -> StatsSnapshot {
-        if let Some(batch) = self.batch {
-            // During the thread's exit the batch may be gone; it has added its count.
-            let _ = batch.try_with(Batch::count);
+        if let Some(slot) = self.slot() {
+            batch::count(slot);
         }
         let load = |c: &AtomicU64| c.load(Ordering::Relaxed);
         let attempts_to_success: [u64; BUCKETS] = std::array::from_fn(|i| load(&self.succeeded[i]));
