@@ -1,25 +1,26 @@
 //! Code generation for `#[retry]`.
 
 use proc_macro2::{Delimiter, Group, Span, TokenStream, TokenTree};
-use quote::{ToTokens, quote, quote_spanned};
+use quote::{quote, quote_spanned};
 use syn::spanned::Spanned;
 use syn::{Attribute, Ident, ItemFn, Path, parse_quote};
 
 use crate::args::{self, Args, Jitter, Layers, On, push};
 use crate::duration;
 use crate::func::{self, RetryFn};
+use crate::item::LightFn;
 
 /// Expands `#[retry(args)] item`. On any error, the errors are emitted together with
 /// the function as written, so its callers see no cascade of "cannot find function".
-pub fn retry(args: TokenStream, item: TokenStream) -> TokenStream {
-    let item: ItemFn = match syn::parse2(item.clone()) {
-        Ok(item) => item,
+pub fn retry(args: TokenStream, written: TokenStream) -> TokenStream {
+    let LightFn { item, body } = match syn::parse2(written.clone()) {
+        Ok(function) => function,
         Err(e) => {
             let e = syn::Error::new(
                 e.span(),
                 "`#[retry]` goes on a function with a body: `async fn` or `fn`, free or in an `impl` block",
             );
-            return with_item(e, item);
+            return with_item(e, written);
         }
     };
     let (args, mut errors) = args::parse(args);
@@ -43,8 +44,8 @@ pub fn retry(args: TokenStream, item: TokenStream) -> TokenStream {
         );
     }
     match (errors, plan) {
-        (None, Some(plan)) => generate(&args, &krate, plan, key_check.unwrap_or_default()),
-        (Some(errors), _) => with_item(errors, item.into_token_stream()),
+        (None, Some(plan)) => generate(&args, &krate, plan, body, key_check.unwrap_or_default()),
+        (Some(errors), _) => with_item(errors, written),
         (None, None) => unreachable!("analyse reports why it cannot plan"),
     }
 }
@@ -333,7 +334,13 @@ fn classifier(args: &Args, plan: &RetryFn, krate: &Path) -> TokenStream {
 // A plain `fn` starts with `Retry::<SystemClock>::start`, runs
 // `attempt_blocking(&mut call, || -> Result<User, ApiError> { body })` per attempt and
 // sleeps the thread. Internal names are `Span::mixed_site()`, invisible to `body`.
-fn generate(args: &Args, krate: &Path, plan: RetryFn, key_check: TokenStream) -> TokenStream {
+fn generate(
+    args: &Args,
+    krate: &Path,
+    plan: RetryFn,
+    body: Group,
+    key_check: TokenStream,
+) -> TokenStream {
     let hidden = |name: &str| Ident::new(name, Span::mixed_site());
     let policy_name = hidden("__PERSEVERE_POLICY");
     let budget_name = hidden("__PERSEVERE_BUDGET");
@@ -367,12 +374,9 @@ fn generate(args: &Args, krate: &Path, plan: RetryFn, key_check: TokenStream) ->
         ..
     } = plan;
     let ItemFn {
-        attrs,
-        vis,
-        sig,
-        block,
+        attrs, vis, sig, ..
     } = item;
-    let stmts = &block.stmts;
+    let stmts = body.stream();
     let is_async = sig.asyncness.is_some();
     // An async call starts its clock when it first needs it; a blocking one at once.
     let (clock, start) = if is_async {
@@ -385,7 +389,7 @@ fn generate(args: &Args, krate: &Path, plan: RetryFn, key_check: TokenStream) ->
         // The fake return edge gives the async block the function's return type before
         // its body is checked, so `?` and `return` in the body infer as they would in
         // the function itself.
-        let body = quote! {
+        let future = quote! {
             async {
                 #[allow(
                     unreachable_code,
@@ -398,16 +402,16 @@ fn generate(args: &Args, krate: &Path, plan: RetryFn, key_check: TokenStream) ->
                     let #fake: #output = loop {};
                     return #fake;
                 }
-                #(#stmts)*
+                #stmts
             }
         };
         let run = match args.attempt_timeout {
             // Wholly at the literal: a missing `From<AttemptTimedOut>` is reported there.
             Some(timeout) => {
                 let timed_out = locate(quote!(#private::timed_out::<#output>), timeout.span);
-                quote!(#private::attempt_within(&mut #call, #body, #timed_out))
+                quote!(#private::attempt_within(&mut #call, #future, #timed_out))
             }
-            None => quote!(#private::attempt(&mut #call, #body)),
+            None => quote!(#private::attempt(&mut #call, #future)),
         };
         quote! {
             let #outcome: #private::Attempt<#output> = #run.await;
@@ -415,7 +419,7 @@ fn generate(args: &Args, krate: &Path, plan: RetryFn, key_check: TokenStream) ->
     } else {
         quote! {
             let #outcome: #private::Attempt<#output> =
-                #private::attempt_blocking(&mut #call, || -> #output #block);
+                #private::attempt_blocking(&mut #call, || -> #output #body);
         }
     };
     // The events show the error by `Display`, else `Debug`, else its type's name; the

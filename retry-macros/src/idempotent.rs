@@ -1,8 +1,10 @@
 //! `#[idempotent]`: the mark that a function is safe to repeat.
 
 use proc_macro2::TokenStream;
-use quote::{ToTokens, quote};
+use quote::quote;
 use syn::{ItemFn, Meta, parse_quote};
+
+use crate::item::LightFn;
 
 // Input:
 //
@@ -26,7 +28,11 @@ pub fn idempotent(args: TokenStream, item: TokenStream) -> TokenStream {
         .to_compile_error();
         return quote! { #error #item };
     }
-    let Ok(mut function) = syn::parse2::<ItemFn>(item.clone()) else {
+    let Ok(LightFn {
+        item: mut function,
+        body,
+    }) = syn::parse2::<LightFn>(item.clone())
+    else {
         // A method declared in a trait, without a body, may be marked for its
         // implementations' readers; anything else is a mistake.
         if syn::parse2::<syn::TraitItemFn>(item.clone()).is_ok() {
@@ -58,5 +64,8 @@ pub fn idempotent(args: TokenStream, item: TokenStream) -> TokenStream {
             Meta::NameValue(_) => continue,
         };
     }
-    function.into_token_stream()
+    let ItemFn {
+        attrs, vis, sig, ..
+    } = function;
+    quote! { #(#attrs)* #vis #sig #body }
 }

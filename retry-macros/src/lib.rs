@@ -10,6 +10,7 @@ mod duration;
 mod expand;
 mod func;
 mod idempotent;
+mod item;
 
 use proc_macro::TokenStream;
 
