@@ -88,54 +88,83 @@ impl Slot {
     }
 }
 
-/// A thread's slots.
-struct Slots([Slot; SLOTS]);
+thread_local! {
+    /// This thread's slots. Without a destructor, so that reaching them is one
+    /// instruction, with no check of whether the thread is exiting; the slots are added
+    /// at the thread's exit by [`FLUSH_AT_EXIT`].
+    static SLOTS_OF_THIS_THREAD: [Slot; SLOTS] = const { [const { Slot::new() }; SLOTS] };
 
-impl Drop for Slots {
-    /// A thread that exits adds what it has pending.
+    /// Adds this thread's slots when the thread exits; armed when a slot starts a batch.
+    static FLUSH_AT_EXIT: FlushAtExit = const { FlushAtExit };
+}
+
+/// Adds what a thread has pending when it exits.
+struct FlushAtExit;
+
+impl Drop for FlushAtExit {
     fn drop(&mut self) {
         let now = CompactInstant::new(Instant::now());
-        for slot in &self.0 {
-            if slot.pending.get() > 0 {
-                slot.flush(now);
+        SLOTS_OF_THIS_THREAD.with(|slots| {
+            for slot in slots {
+                if slot.pending.get() > 0 {
+                    slot.flush(now);
+                }
             }
-        }
+        });
     }
 }
 
-thread_local! {
-    static SLOTS_OF_THIS_THREAD: Slots = const { Slots([const { Slot::new() }; SLOTS]) };
+/// Makes sure this thread adds its slots when it exits. A thread that is already
+/// exiting cannot: what it counts from then on is not added.
+#[cold]
+fn arm_flush_at_exit() {
+    let _ = FLUSH_AT_EXIT.try_with(|_| {});
 }
 
 /// Counts one first-try success of the function of `policy`, whose slot is `slot`; adds
-/// the batch when it is full, reading the time from `now`. `false` if it could not (the
-/// thread is exiting, or `slot` is beyond [`SLOTS`]): the caller counts the call itself.
+/// the batch when it is full, reading the time from `now`. `false` if `slot` is beyond
+/// [`SLOTS`]: the caller counts the call itself.
+///
+/// The thread-local is reached in a closure that does nothing else, so that the
+/// compiler inlines it (and the access becomes one instruction); what is rare happens
+/// outside.
 #[cfg_attr(debug_assertions, inline)]
 #[cfg_attr(not(debug_assertions), inline(always))]
 pub(crate) fn add(policy: &'static Policy, slot: usize, now: impl FnOnce() -> Instant) -> bool {
-    SLOTS_OF_THIS_THREAD
-        .try_with(|slots| {
-            let Some(slot) = slots.0.get(slot) else {
-                return false;
-            };
-            let pending = slot.pending.get() + 1;
-            slot.pending.set(pending);
-            if pending == 1 {
-                slot.policy.set(Some(policy));
-            }
-            if pending >= BATCH {
-                slot.flush(CompactInstant::new(now()));
-            }
+    let pending = SLOTS_OF_THIS_THREAD.with(|slots| {
+        let slot = slots.get(slot)?;
+        let pending = slot.pending.get() + 1;
+        slot.pending.set(pending);
+        Some(pending)
+    });
+    match pending {
+        None => false,
+        Some(1) => {
+            begin(policy, slot);
             true
-        })
-        .unwrap_or(false)
+        }
+        Some(pending) if pending >= BATCH => {
+            flush(slot, CompactInstant::new(now()));
+            true
+        }
+        Some(_) => true,
+    }
+}
+
+/// A slot's first count since it was last added: it learns its function's policy, and
+/// the thread arms the flush at its exit.
+#[cold]
+fn begin(policy: &'static Policy, slot: usize) {
+    SLOTS_OF_THIS_THREAD.with(|slots| slots[slot].policy.set(Some(policy)));
+    arm_flush_at_exit();
 }
 
 /// Adds this thread's pending successes in `slot` to the budget, as requests made at
 /// `now`, and to the statistics.
+#[cold]
 pub(crate) fn flush(slot: usize, now: CompactInstant) {
-    let _ = SLOTS_OF_THIS_THREAD.try_with(|slots| {
-        if let Some(slot) = slots.0.get(slot) {
+    SLOTS_OF_THIS_THREAD.with(|slots| {
+        if let Some(slot) = slots.get(slot) {
             slot.flush(now);
         }
     });
@@ -143,9 +172,8 @@ pub(crate) fn flush(slot: usize, now: CompactInstant) {
 
 /// Adds this thread's pending successes in `slot` to the statistics, for a read.
 pub(crate) fn count(slot: usize) {
-    // During the thread's exit the slots may be gone; they have added their counts.
-    let _ = SLOTS_OF_THIS_THREAD.try_with(|slots| {
-        if let Some(slot) = slots.0.get(slot) {
+    SLOTS_OF_THIS_THREAD.with(|slots| {
+        if let Some(slot) = slots.get(slot) {
             slot.count();
         }
     });
