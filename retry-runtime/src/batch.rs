@@ -178,3 +178,26 @@ pub(crate) fn count(slot: usize) {
         }
     });
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stats::RetryStats;
+
+    #[test]
+    fn a_slot_beyond_the_table_is_refused_and_the_last_one_counts() {
+        static STATS: RetryStats = RetryStats::new("batch::tests::beyond");
+        static POLICY: Policy = Policy::new().with_stats(&STATS);
+        assert!(!add(&POLICY, SLOTS, Instant::now));
+        for _ in 0..BATCH - 1 {
+            assert!(add(&POLICY, SLOTS - 1, Instant::now));
+        }
+        // Counted on this thread, not yet added.
+        assert_eq!(STATS.snapshot().requests, 0);
+        count(SLOTS - 1);
+        assert_eq!(STATS.snapshot().requests, u64::from(BATCH - 1));
+        // The batch fills: added once, the count already read not added again.
+        assert!(add(&POLICY, SLOTS - 1, Instant::now));
+        assert_eq!(STATS.snapshot().requests, u64::from(BATCH));
+    }
+}
