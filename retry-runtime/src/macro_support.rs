@@ -70,7 +70,7 @@ pub fn decide<R: Outcome, C: Clock>(
     call: &mut Retry<'_, C>,
     attempt: &Attempt<R>,
     policy: &'static Policy,
-    classify: impl FnOnce(&R::Err) -> Class,
+    classify: fn(&R::Err) -> Class,
     show: for<'e> fn(&'e R::Err) -> Shown<'e>,
 ) -> Option<Duration> {
     let Some(error) = attempt.outcome.failure() else {
