@@ -71,6 +71,10 @@ impl SpanSlot {
     #[cold]
     #[inline(never)]
     fn close(&mut self) {
+        #[allow(
+            clippy::unit_arg,
+            reason = "without the `tracing` feature there is no span, and the drop is a no-op"
+        )]
         drop(ManuallyDrop::into_inner(std::mem::take(&mut self.0)));
     }
 }

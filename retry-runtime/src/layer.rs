@@ -159,14 +159,16 @@ impl Frame {
     const OUTSIDE: Self = Self(Self::STARTED | Self::NO_DEADLINE);
 
     /// `instant` in the 61 bits of a started frame.
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn encode(instant: CompactInstant) -> u64 {
         let from_origin = instant.ticks().wrapping_sub(1 << 63) as i64;
         (from_origin.clamp(-Self::REACH, Self::REACH) as u64) << Self::SHIFT
     }
 
     /// The instant in the 61 bits of a started frame.
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn decode(self) -> CompactInstant {
         let from_origin = (self.0 as i64) >> Self::SHIFT;
         let ticks = (from_origin as u64).wrapping_add(1 << 63);
@@ -174,7 +176,8 @@ impl Frame {
     }
 
     /// The frame of a layer whose clock has started.
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     pub(crate) fn known(deadline: CompactDeadline) -> Self {
         match deadline.compact() {
             Some(deadline) => Self(Self::encode(deadline) | Self::STARTED),
@@ -184,7 +187,8 @@ impl Frame {
 
     /// A frame whose deadline falls `offset` nanoseconds (`u64::MAX` for none) after a
     /// start not yet read.
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     pub(crate) fn lazy(offset: u64) -> Self {
         if offset > u64::MAX >> Self::SHIFT {
             Self(Self::NO_DEADLINE)
@@ -195,7 +199,8 @@ impl Frame {
 
     /// When the clock started, for a layer whose deadline is `offset` nanoseconds
     /// (`u64::MAX` for none) after its start: `None` if it has not.
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     pub(crate) fn started(&self, offset: u64) -> Option<CompactInstant> {
         if self.0 & Self::STARTED == 0 {
             return None;
@@ -209,7 +214,8 @@ impl Frame {
     }
 
     /// Whether a failure came out of a nested `#[retry]` call.
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     pub(crate) fn inner_failed(&self) -> bool {
         self.0 & Self::INNER_FAILED != 0
     }
@@ -220,14 +226,16 @@ impl Frame {
     }
 
     /// Whether the frame has a deadline.
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn has_deadline(&self) -> bool {
         self.0 & Self::NO_DEADLINE == 0
     }
 
     /// Starts the layer's clock at `now`, if it has not started.
-    #[inline(always)]
-    fn start(&mut self, now: impl FnOnce() -> Instant) {
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    pub(crate) fn start(&mut self, now: impl FnOnce() -> Instant) {
         if self.0 & Self::STARTED == 0 {
             let now = CompactInstant::new(now());
             let flags = self.0 & Self::FLAGS;
@@ -291,24 +299,38 @@ pub(crate) fn mark_inner_failure() {
     FRAME.set(frame);
 }
 
-/// Runs `f` with `frame` as this thread's frame: `f`'s result and the frame as `f` left
-/// it. The previous frame is back afterwards, even if `f` panics.
-#[cfg_attr(debug_assertions, inline)]
-#[cfg_attr(not(debug_assertions), inline(always))]
-fn within_frame<T>(frame: Frame, f: impl FnOnce() -> T) -> (T, Frame) {
-    struct Restore(Frame);
-    impl Drop for Restore {
-        #[cfg_attr(debug_assertions, inline)]
-        #[cfg_attr(not(debug_assertions), inline(always))]
-        fn drop(&mut self) {
-            FRAME.set(self.0);
+/// A layer's frame, installed as this thread's until [`Entered::leave`] (or a panic)
+/// puts the previous one back. Not generic, so that each future that installs a frame
+/// does not bring a copy of its own into the build.
+pub(crate) struct Entered {
+    previous: Frame,
+}
+
+impl Entered {
+    /// Installs `frame`.
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    pub(crate) fn new(frame: Frame) -> Self {
+        Self {
+            previous: FRAME.replace(frame),
         }
     }
-    let restore = Restore(FRAME.replace(frame));
-    let output = f();
-    let frame = FRAME.get();
-    drop(restore);
-    (output, frame)
+
+    /// Puts the previous frame back: the frame as the code inside left it.
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    pub(crate) fn leave(self) -> Frame {
+        let frame = FRAME.replace(self.previous);
+        std::mem::forget(self);
+        frame
+    }
+}
+
+impl Drop for Entered {
+    /// Unwinding from a panic inside, puts the previous frame back all the same.
+    fn drop(&mut self) {
+        FRAME.set(self.previous);
+    }
 }
 
 pin_project_lite::pin_project! {
@@ -334,12 +356,17 @@ impl<F: Future, C: Clock> Future for InLayer<F, C> {
     #[cfg_attr(not(debug_assertions), inline(always))]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.project();
-        let (poll, mut frame) = within_frame(*this.frame, || this.future.poll(cx));
-        if poll.is_pending() {
-            frame.start(C::now);
+        let entered = Entered::new(*this.frame);
+        let poll = this.future.poll(cx);
+        let mut frame = entered.leave();
+        match poll {
+            Poll::Ready(output) => Poll::Ready((output, frame)),
+            Poll::Pending => {
+                frame.start(C::now);
+                *this.frame = frame;
+                Poll::Pending
+            }
         }
-        *this.frame = frame;
-        poll.map(|output| (output, frame))
     }
 }
 
@@ -356,7 +383,9 @@ pub(crate) fn in_layer<F: Future, C: Clock>(frame: Frame, fut: F) -> InLayer<F, 
 
 /// Runs `f` as an attempt of a blocking layer with `frame`.
 pub(crate) fn run_blocking<T>(frame: Frame, f: impl FnOnce() -> T) -> (T, Frame) {
-    within_frame(frame, f)
+    let entered = Entered::new(frame);
+    let output = f();
+    (output, entered.leave())
 }
 
 /// A frame for a deadline scope, which is not a retry layer and has no clock of its own.

@@ -9,7 +9,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use crate::layer::InLayer;
+use crate::layer::{Entered, Frame};
 
 pub use std::time::Duration;
 
@@ -204,11 +204,17 @@ where
 }
 
 pin_project_lite::pin_project! {
-    /// One attempt of an async function, run as a layer that nested calls can see, in
-    /// the call's span; it tells the call when its clock started, if it did meanwhile.
+    /// One attempt of an async function, run as a layer that nested calls can see (its
+    /// frame is swapped into the thread-local on each poll, and back out), in the call's
+    /// span; it tells the call when its clock started, if it did meanwhile.
+    ///
+    /// One future type, polled by hand rather than through `InLayer`, so that each
+    /// retried function brings one small poll function into the build, not a stack of
+    /// adapters.
     pub struct AttemptFuture<'a, 'p, F, C: Clock> {
         #[pin]
-        inner: InLayer<F, C>,
+        future: F,
+        frame: Frame,
         call: &'a mut Retry<'p, C>,
     }
 }
@@ -220,17 +226,29 @@ impl<F: Future, C: Clock> Future for AttemptFuture<'_, '_, F, C> {
     #[cfg_attr(not(debug_assertions), inline(always))]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.project();
-        let (outcome, frame) = {
+        let entered = Entered::new(*this.frame);
+        let poll = {
             #[cfg(feature = "tracing")]
-            let _entered = this.call.span().map(tracing::Span::enter);
-            std::task::ready!(this.inner.poll(cx))
+            let _span = this.call.span().map(tracing::Span::enter);
+            this.future.poll(cx)
         };
-        this.call.adopt(&frame);
-        Poll::Ready(Attempt {
-            outcome,
-            retried_inside: frame.inner_failed(),
-            timed_out: false,
-        })
+        let mut frame = entered.leave();
+        match poll {
+            Poll::Ready(outcome) => {
+                this.call.adopt(&frame);
+                Poll::Ready(Attempt {
+                    outcome,
+                    retried_inside: frame.inner_failed(),
+                    timed_out: false,
+                })
+            }
+            Poll::Pending => {
+                // Waiting on something: that time counts toward the deadline.
+                frame.start(C::now);
+                *this.frame = frame;
+                Poll::Pending
+            }
+        }
     }
 }
 
@@ -239,10 +257,11 @@ impl<F: Future, C: Clock> Future for AttemptFuture<'_, '_, F, C> {
 #[cfg_attr(not(debug_assertions), inline(always))]
 pub fn attempt<'a, 'p, F: Future, C: Clock>(
     call: &'a mut Retry<'p, C>,
-    attempt: F,
+    future: F,
 ) -> AttemptFuture<'a, 'p, F, C> {
     AttemptFuture {
-        inner: crate::layer::in_layer(call.frame(), attempt),
+        future,
+        frame: call.frame(),
         call,
     }
 }
