@@ -68,12 +68,16 @@ pub struct Retry<'p, C: Clock> {
 struct SpanSlot(ManuallyDrop<CallSpan>);
 
 impl SpanSlot {
+    #[cfg(feature = "tracing")]
     #[cold]
     #[inline(never)]
     fn close(&mut self) {
-        // Dropped at the end of the statement: the span closes.
-        let _ = ManuallyDrop::into_inner(std::mem::take(&mut self.0));
+        drop(ManuallyDrop::into_inner(std::mem::take(&mut self.0)));
     }
+
+    /// Without the `tracing` feature there is no span to close.
+    #[cfg(not(feature = "tracing"))]
+    fn close(&mut self) {}
 }
 
 impl Drop for SpanSlot {
