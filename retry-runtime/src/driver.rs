@@ -10,7 +10,7 @@ use crate::attempt::{GiveUp, RetryState, Step};
 use crate::batch;
 use crate::breaker::CircuitOpen;
 use crate::classify::{Class, Classify};
-use crate::layer::{self, CompactInstant, Frame};
+use crate::layer::{self, CompactInstant, Entered, Frame};
 use crate::policy::{Nesting, Policy};
 use crate::rng::with_thread_rng;
 use crate::stats::RetryStats;
@@ -194,6 +194,36 @@ impl<'p, C: Clock> Retry<'p, C> {
     /// Why the call gave up, once it has.
     pub fn give_up(&self) -> Option<GiveUp> {
         self.state.gave_up()
+    }
+
+    /// Installs, for one poll of an attempt, the call's layer (`frame`) and its span, if
+    /// it has one. Not generic over the attempt, so that every retried function shares
+    /// it.
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    pub(crate) fn enter_attempt(&self, frame: Frame) -> AttemptScope {
+        let frame = Entered::new(frame);
+        AttemptScope {
+            #[cfg(feature = "tracing")]
+            span: self.span.0.as_deref().map(|span| span.clone().entered()),
+            frame,
+        }
+    }
+
+    /// After one poll of an attempt, which left the layer's frame as `frame`: if the
+    /// attempt is still waiting, its clock starts (that time counts) and `slot` keeps
+    /// the frame for the next poll; if it is over, the call takes in when its clock
+    /// started. Whether a failure came out of a nested `#[retry]` call.
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    pub(crate) fn after_poll(&mut self, slot: &mut Frame, mut frame: Frame, ready: bool) -> bool {
+        if ready {
+            self.adopt(&frame);
+        } else {
+            frame.start(C::now);
+            *slot = frame;
+        }
+        frame.inner_failed()
     }
 
     /// The span of this call, once it has failed and a subscriber wants one.
@@ -391,6 +421,27 @@ impl<'p, C: Clock> Retry<'p, C> {
     #[cfg_attr(not(debug_assertions), inline(always))]
     pub(crate) fn frame(&self) -> Frame {
         self.state.frame()
+    }
+}
+
+/// What one poll of an attempt installs: the layer's frame, and the call's span if it
+/// has one. Dropped by a panic, it puts both back.
+pub(crate) struct AttemptScope {
+    // Exited before the frame is put back: fields drop in this order.
+    #[cfg(feature = "tracing")]
+    span: Option<tracing::span::EnteredSpan>,
+    frame: Entered,
+}
+
+impl AttemptScope {
+    /// Exits the span and puts the previous frame back: the frame as the attempt left
+    /// it.
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    pub(crate) fn leave(self) -> Frame {
+        #[cfg(feature = "tracing")]
+        drop(self.span);
+        self.frame.leave()
     }
 }
 

@@ -9,7 +9,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use crate::layer::{Entered, Frame};
+use crate::layer::Frame;
 
 pub use std::time::Duration;
 
@@ -226,28 +226,17 @@ impl<F: Future, C: Clock> Future for AttemptFuture<'_, '_, F, C> {
     #[cfg_attr(not(debug_assertions), inline(always))]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.project();
-        let entered = Entered::new(*this.frame);
-        let poll = {
-            #[cfg(feature = "tracing")]
-            let _span = this.call.span().map(tracing::Span::enter);
-            this.future.poll(cx)
-        };
-        let mut frame = entered.leave();
+        let scope = this.call.enter_attempt(*this.frame);
+        let poll = this.future.poll(cx);
+        let frame = scope.leave();
+        let retried_inside = this.call.after_poll(this.frame, frame, poll.is_ready());
         match poll {
-            Poll::Ready(outcome) => {
-                this.call.adopt(&frame);
-                Poll::Ready(Attempt {
-                    outcome,
-                    retried_inside: frame.inner_failed(),
-                    timed_out: false,
-                })
-            }
-            Poll::Pending => {
-                // Waiting on something: that time counts toward the deadline.
-                frame.start(C::now);
-                *this.frame = frame;
-                Poll::Pending
-            }
+            Poll::Ready(outcome) => Poll::Ready(Attempt {
+                outcome,
+                retried_inside,
+                timed_out: false,
+            }),
+            Poll::Pending => Poll::Pending,
         }
     }
 }
