@@ -201,12 +201,14 @@ impl<'p, C: Clock> Retry<'p, C> {
     /// it.
     #[cfg_attr(debug_assertions, inline)]
     #[cfg_attr(not(debug_assertions), inline(always))]
-    pub(crate) fn enter_attempt(&self, frame: Frame) -> AttemptScope {
+    pub(crate) fn enter_attempt(&self, frame: Frame) -> AttemptScope<'_> {
         let frame = Entered::new(frame);
         AttemptScope {
             #[cfg(feature = "tracing")]
-            span: self.span.0.as_deref().map(|span| span.clone().entered()),
+            span: self.span.0.as_deref().map(tracing::Span::enter),
             frame,
+            #[cfg(not(feature = "tracing"))]
+            call: PhantomData,
         }
     }
 
@@ -426,23 +428,36 @@ impl<'p, C: Clock> Retry<'p, C> {
 
 /// What one poll of an attempt installs: the layer's frame, and the call's span if it
 /// has one. Dropped by a panic, it puts both back.
-pub(crate) struct AttemptScope {
+pub(crate) struct AttemptScope<'a> {
     // Exited before the frame is put back: fields drop in this order.
     #[cfg(feature = "tracing")]
-    span: Option<tracing::span::EnteredSpan>,
+    span: Option<tracing::span::Entered<'a>>,
     frame: Entered,
+    #[cfg(not(feature = "tracing"))]
+    call: PhantomData<&'a ()>,
 }
 
-impl AttemptScope {
+impl AttemptScope<'_> {
     /// Exits the span and puts the previous frame back: the frame as the attempt left
     /// it.
     #[cfg_attr(debug_assertions, inline)]
     #[cfg_attr(not(debug_assertions), inline(always))]
     pub(crate) fn leave(self) -> Frame {
         #[cfg(feature = "tracing")]
-        drop(self.span);
+        if let Some(span) = self.span {
+            exit(span);
+        }
         self.frame.leave()
     }
+}
+
+/// Exits a span entered for one poll of an attempt: out of line, as calls that have not
+/// failed have none.
+#[cfg(feature = "tracing")]
+#[cold]
+#[inline(never)]
+fn exit(span: tracing::span::Entered<'_>) {
+    drop(span);
 }
 
 /// Whether the call still needs its span opened.

@@ -226,9 +226,11 @@ impl<F: Future, C: Clock> Future for AttemptFuture<'_, '_, F, C> {
     #[cfg_attr(not(debug_assertions), inline(always))]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.project();
-        let scope = this.call.enter_attempt(*this.frame);
-        let poll = this.future.poll(cx);
-        let frame = scope.leave();
+        let (poll, frame) = {
+            let scope = this.call.enter_attempt(*this.frame);
+            let poll = this.future.poll(cx);
+            (poll, scope.leave())
+        };
         let retried_inside = this.call.after_poll(this.frame, frame, poll.is_ready());
         match poll {
             Poll::Ready(outcome) => Poll::Ready(Attempt {
