@@ -281,19 +281,22 @@ fn policy(args: &Args, krate: &Path, budget: &TokenStream, stats: &Ident) -> Tok
 }
 
 /// The classifier for `on = ...`, located where a missing impl should be reported: at
-/// the `on` value, or at the return type. A closure rather than the function itself, so
-/// that the function's bound is checked once, at its call, and not again where `decide`
-/// takes the closure.
+/// the `on` value, or at the return type. A function `decide` takes as a pointer: the
+/// runtime's own for `transient` and `unsent` (one copy per error type in the build,
+/// not one per function), a closure around a predicate.
 fn classifier(args: &Args, plan: &RetryFn, krate: &Path) -> TokenStream {
-    let (call, span) = match &args.on {
-        None => (quote!(by_classify(error)), plan.output.span()),
-        Some(On::Transient(span)) => (quote!(by_classify(error)), *span),
-        Some(On::Unsent(span)) => (quote!(by_unsent(error)), *span),
+    let (classifier, span) = match &args.on {
+        None => (quote!(by_classify), plan.output.span()),
+        Some(On::Transient(span)) => (quote!(by_classify), *span),
+        Some(On::Unsent(span)) => (quote!(by_unsent), *span),
         // The error first, so that a predicate of the wrong type is reported against
         // the function's error type.
-        Some(On::Predicate(path)) => (quote!(by_predicate(error, &#path)), path.span()),
+        Some(On::Predicate(path)) => {
+            let call = quote!(by_predicate(error, &#path));
+            return locate(quote!(|error| #krate::__private::#call), path.span());
+        }
     };
-    locate(quote!(|error| #krate::__private::#call), span)
+    locate(quote!(#krate::__private::#classifier), span)
 }
 
 // Input:
