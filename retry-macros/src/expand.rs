@@ -428,10 +428,10 @@ fn generate(
     // The events show the error by `Display`, else `Debug`, else its type's name; the
     // choice needs the concrete type, so it is made here, by autoref.
     let show = quote! {
-        |error| {
+        {
             #[allow(unused_imports)]
             use #private::{ShowDebug as _, ShowDisplay as _, ShowOpaque as _};
-            (&&&#private::Describe(error)).shown()
+            (&&&#private::Describe::of(&#outcome)).show()
         }
     };
     // Located at the return type, so that one that is not a `Result` is reported there;

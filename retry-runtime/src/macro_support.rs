@@ -6,6 +6,7 @@
 
 use std::fmt;
 use std::future::Future;
+use std::marker::PhantomData;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
@@ -71,7 +72,7 @@ pub fn decide<R: Outcome, C: Clock>(
     attempt: &Attempt<R>,
     policy: &'static Policy,
     classify: fn(&R::Err) -> Class,
-    show: for<'e> fn(&'e R::Err) -> Shown<'e>,
+    show: Show<R::Err>,
 ) -> Option<Duration> {
     let Some(error) = attempt.outcome.failure() else {
         call.after_success_in(Some(policy));
@@ -109,43 +110,56 @@ impl fmt::Display for Shown<'_> {
     }
 }
 
-/// Picks how to show an error by autoref: `(&&&Describe(e)).shown()` resolves to the
-/// first of [`ShowDisplay`], [`ShowDebug`], [`ShowOpaque`] whose bound `e` meets.
-pub struct Describe<'a, T>(pub &'a T);
+/// A function that shows an error of type `T`.
+pub type Show<T> = for<'e> fn(&'e T) -> Shown<'e>;
 
-/// Shows an error through its `Display`.
-pub trait ShowDisplay<'a> {
-    /// The error, shown.
-    fn shown(&self) -> Shown<'a>;
+/// Picks how to show the errors of an attempt's outcome by autoref:
+/// `(&&&Describe::of(&attempt)).show()` resolves to the first of [`ShowDisplay`],
+/// [`ShowDebug`], [`ShowOpaque`] whose bound the error type meets, and gives a function
+/// of the runtime's, one per error type in the build rather than one per function.
+pub struct Describe<T: ?Sized>(PhantomData<fn(&T)>);
+
+impl<T: ?Sized> Describe<T> {
+    /// The describer of the errors of `attempt`'s outcome.
+    pub fn of<R: Outcome<Err = T>>(attempt: &Attempt<R>) -> Self {
+        let _ = attempt;
+        Self(PhantomData)
+    }
 }
 
-impl<'a, T: fmt::Display> ShowDisplay<'a> for &&Describe<'a, T> {
-    fn shown(&self) -> Shown<'a> {
-        Shown::Display(self.0)
+/// Shows an error through its `Display`.
+pub trait ShowDisplay<T: ?Sized> {
+    /// The function that shows it.
+    fn show(&self) -> Show<T>;
+}
+
+impl<T: fmt::Display> ShowDisplay<T> for &&Describe<T> {
+    fn show(&self) -> Show<T> {
+        |error| Shown::Display(error)
     }
 }
 
 /// Shows an error through its `Debug`.
-pub trait ShowDebug<'a> {
-    /// The error, shown.
-    fn shown(&self) -> Shown<'a>;
+pub trait ShowDebug<T: ?Sized> {
+    /// The function that shows it.
+    fn show(&self) -> Show<T>;
 }
 
-impl<'a, T: fmt::Debug> ShowDebug<'a> for &Describe<'a, T> {
-    fn shown(&self) -> Shown<'a> {
-        Shown::Debug(self.0)
+impl<T: fmt::Debug> ShowDebug<T> for &Describe<T> {
+    fn show(&self) -> Show<T> {
+        |error| Shown::Debug(error)
     }
 }
 
 /// Shows an error by its type's name.
-pub trait ShowOpaque<'a> {
-    /// The error, shown.
-    fn shown(&self) -> Shown<'a>;
+pub trait ShowOpaque<T: ?Sized> {
+    /// The function that shows it.
+    fn show(&self) -> Show<T>;
 }
 
-impl<'a, T> ShowOpaque<'a> for Describe<'a, T> {
-    fn shown(&self) -> Shown<'a> {
-        Shown::Opaque(std::any::type_name::<T>())
+impl<T> ShowOpaque<T> for Describe<T> {
+    fn show(&self) -> Show<T> {
+        |_| Shown::Opaque(std::any::type_name::<T>())
     }
 }
 
