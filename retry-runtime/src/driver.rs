@@ -96,7 +96,8 @@ impl<'p, C: Clock> Retry<'p, C> {
     ///
     /// For a blocking call: its attempts do not yield, so the clock must start before
     /// the first.
-    #[inline]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     pub fn start(policy: &'p Policy) -> Self {
         let now = C::now();
         // Only async calls start lazily, so an enclosing layer whose clock has not
