@@ -29,6 +29,9 @@
 //! The functions of a process past the first [`SLOTS`] to be called, and calls through
 //! [`crate::retry`] and [`crate::retry_blocking`], count each call at once instead: a
 //! clock read and two atomic additions.
+//!
+//! The table is 4 KiB of thread-local memory (256 slots of 16 bytes), in every thread of
+//! a process that links persevere.
 
 use std::cell::Cell;
 use std::time::Instant;
