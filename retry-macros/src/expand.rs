@@ -437,7 +437,7 @@ fn generate(
     // Located at the return type, so that one that is not a `Result` is reported there;
     // the classifier keeps its own location.
     let decide = {
-        let mut arguments = locate(quote!(&mut #call, &#outcome, &#policy_name,), output.span());
+        let mut arguments = locate(quote!(&mut #call, &#outcome,), output.span());
         arguments.extend(quote!(#classify,));
         // Its type names the error type too: located with the rest, so that a return type
         // that is not a `Result` is reported once.

@@ -26,18 +26,22 @@
 //! So a thread that made a few calls long ago and then fails adds requests older than the
 //! window, at most `BATCH - 1` of them: 6 more retries at the default 10 %.
 //!
-//! The functions of a process past the first [`SLOTS`] to be called, and calls through
-//! [`crate::retry`] and [`crate::retry_blocking`], count each call at once instead: a
-//! clock read and two atomic additions.
+//! A function has a slot once its policy has statistics (every `#[retry]` function's
+//! does; a [`Policy`] of your own for [`crate::retry`] has them if you give it a
+//! [`crate::RetryStats`]). The functions of a process past the first [`SLOTS`] to be
+//! called, and policies without statistics, count each call at once instead: a clock
+//! read and an atomic update of the budget.
 //!
-//! The table is 4 KiB of thread-local memory (256 slots of 16 bytes), in every thread of
+//! The table is 6 KiB of thread-local memory (256 slots of 24 bytes), in every thread of
 //! a process that links persevere.
 
 use std::cell::Cell;
 use std::time::Instant;
 
+use crate::budget::RetryBudget;
 use crate::layer::CompactInstant;
 use crate::policy::Policy;
+use crate::stats::RetryStats;
 
 /// How many first-try successes a thread counts before adding them to the shared
 /// counters.
@@ -50,8 +54,9 @@ pub const SLOTS: usize = 256;
 /// One function's first-try successes on one thread, not yet added to its budget and
 /// statistics.
 struct Slot {
-    /// The function's policy, set at its first count on this thread.
-    policy: Cell<Option<&'static Policy>>,
+    /// The function's budget and statistics, set when the slot starts a batch.
+    budget: Cell<Option<&'static RetryBudget>>,
+    stats: Cell<Option<&'static RetryStats>>,
     /// Successes not yet deposited in the budget.
     pending: Cell<u32>,
     /// Of those, how many the statistics already count (added by a read on this thread).
@@ -61,7 +66,8 @@ struct Slot {
 impl Slot {
     const fn new() -> Self {
         Self {
-            policy: Cell::new(None),
+            budget: Cell::new(None),
+            stats: Cell::new(None),
             pending: Cell::new(0),
             counted: Cell::new(0),
         }
@@ -73,11 +79,14 @@ impl Slot {
     fn flush(&self, now: CompactInstant) {
         let pending = self.pending.replace(0);
         let counted = self.counted.replace(0);
-        if let (Some(policy), true) = (self.policy.get(), pending > 0) {
-            policy.budget().deposit_many(now, pending);
-            if let Some(stats) = policy.stats() {
-                stats.add_first_try_successes(pending - counted);
-            }
+        if pending == 0 {
+            return;
+        }
+        if let Some(budget) = self.budget.get() {
+            budget.deposit_many(now, pending);
+        }
+        if let Some(stats) = self.stats.get() {
+            stats.add_first_try_successes(pending - counted);
         }
     }
 
@@ -85,7 +94,7 @@ impl Slot {
     fn count(&self) {
         let pending = self.pending.get();
         let counted = self.counted.replace(pending);
-        if let Some(stats) = self.policy.get().and_then(Policy::stats) {
+        if let Some(stats) = self.stats.get() {
             stats.add_first_try_successes(pending - counted);
         }
     }
@@ -133,7 +142,7 @@ fn arm_flush_at_exit() {
 /// outside.
 #[cfg_attr(debug_assertions, inline)]
 #[cfg_attr(not(debug_assertions), inline(always))]
-pub(crate) fn add(policy: &'static Policy, slot: usize, now: impl FnOnce() -> Instant) -> bool {
+pub(crate) fn add(policy: &Policy, slot: usize, now: impl FnOnce() -> Instant) -> bool {
     let pending = SLOTS_OF_THIS_THREAD.with(|slots| {
         let slot = slots.get(slot)?;
         let pending = slot.pending.get() + 1;
@@ -154,11 +163,14 @@ pub(crate) fn add(policy: &'static Policy, slot: usize, now: impl FnOnce() -> In
     }
 }
 
-/// A slot's first count since it was last added: it learns its function's policy, and
-/// the thread arms the flush at its exit.
+/// A slot's first count since it was last added: it learns its function's budget and
+/// statistics, and the thread arms the flush at its exit.
 #[cold]
-fn begin(policy: &'static Policy, slot: usize) {
-    SLOTS_OF_THIS_THREAD.with(|slots| slots[slot].policy.set(Some(policy)));
+fn begin(policy: &Policy, slot: usize) {
+    SLOTS_OF_THIS_THREAD.with(|slots| {
+        slots[slot].budget.set(Some(policy.budget()));
+        slots[slot].stats.set(policy.stats());
+    });
     arm_flush_at_exit();
 }
 
@@ -185,7 +197,6 @@ pub(crate) fn count(slot: usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::stats::RetryStats;
 
     #[test]
     fn a_slot_beyond_the_table_is_refused_and_the_last_one_counts() {

@@ -11,6 +11,7 @@ use crate::batch;
 use crate::breaker::CircuitOpen;
 use crate::classify::{Class, Classify};
 use crate::layer::{self, CompactInstant, Entered, Frame};
+use crate::macro_support as ms;
 use crate::policy::{Nesting, Policy};
 use crate::rng::with_thread_rng;
 use crate::stats::RetryStats;
@@ -141,25 +142,16 @@ impl<'p, C: Clock> Retry<'p, C> {
         }
     }
 
-    /// Takes in how the attempt left its layer: when the call's clock started, if it did
-    /// during the attempt.
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
-    pub(crate) fn adopt(&mut self, frame: &Frame) {
-        self.state.adopt(frame);
-    }
-
     /// Counts this call, which succeeded at its first attempt, in its thread's batch
-    /// (see [`crate::batch`]) if its policy is `'static` and has statistics, else in its
-    /// budget and statistics at once.
+    /// (see [`crate::batch`]) if its function has a slot, else in its budget and
+    /// statistics at once.
     #[cfg_attr(debug_assertions, inline)]
     #[cfg_attr(not(debug_assertions), inline(always))]
-    fn first_try_success(&self, policy: Option<&'static Policy>) {
-        if let Some(policy) = policy {
-            if let Some(slot) = policy.stats().and_then(RetryStats::slot) {
-                if batch::add(policy, slot, C::now) {
-                    return;
-                }
+    fn first_try_success(&self) {
+        let policy = self.state.policy();
+        if let Some(slot) = policy.stats().and_then(RetryStats::slot) {
+            if batch::add(policy, slot, C::now) {
+                return;
             }
         }
         self.first_try_success_unbatched();
@@ -221,7 +213,7 @@ impl<'p, C: Clock> Retry<'p, C> {
     #[cfg_attr(not(debug_assertions), inline(always))]
     pub(crate) fn after_poll(&mut self, slot: &mut Frame, mut frame: Frame, ready: bool) -> bool {
         if ready {
-            self.adopt(&frame);
+            self.state.adopt(&frame);
         } else {
             frame.start(C::now);
             *slot = frame;
@@ -262,20 +254,11 @@ impl<'p, C: Clock> Retry<'p, C> {
     #[cfg_attr(debug_assertions, inline)]
     #[cfg_attr(not(debug_assertions), inline(always))]
     pub fn after_success(&mut self) {
-        self.after_success_in(None);
-    }
-
-    /// After an attempt that succeeded. `known` is the call's policy as a `'static`,
-    /// named by the generated code: a first-try success is then counted in its thread's
-    /// batch, and the policy's settings are constants at the call site.
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
-    pub(crate) fn after_success_in(&mut self, known: Option<&'static Policy>) {
         self.settle(true);
         let policy = self.state.policy();
         let attempts = self.state.attempts();
         if attempts == 1 {
-            self.first_try_success(known);
+            self.first_try_success();
         } else if let Some(stats) = policy.stats() {
             stats.record_success(attempts);
         }
@@ -320,7 +303,7 @@ impl<'p, C: Clock> Retry<'p, C> {
                 self.after_success();
                 None
             }
-            Err(error) => self.after_failure(classify(error), false, &DebugAsDisplay(error)),
+            Err(error) => self.after_failure(classify(error), false, &show_debug(error)),
         }
     }
 
@@ -477,12 +460,8 @@ fn telemetry_wanted(_span: &CallSpan) -> bool {
 }
 
 /// Shows an error through its `Debug`, for the runtime-only functions.
-struct DebugAsDisplay<'a, E>(&'a E);
-
-impl<E: fmt::Debug> fmt::Display for DebugAsDisplay<'_, E> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Debug::fmt(self.0, f)
-    }
+fn show_debug<E: fmt::Debug>(error: &E) -> ms::Shown<'_> {
+    ms::Shown::Debug(error)
 }
 
 impl<C: Clock> Drop for Retry<'_, C> {
@@ -532,41 +511,21 @@ where
     F: FnMut() -> Fut,
     Fut: Future<Output = Result<T, E>>,
 {
+    // The same steps as the code `#[retry]` generates.
     let mut call = Retry::<TokioClock>::start_lazily(policy);
     loop {
         call.admit()?;
-        let attempt = layer::in_layer::<_, TokioClock>(call.frame(), op());
-        let (outcome, class, inside) = match call.attempt_limit() {
-            None => {
-                let (outcome, frame) = attempt.await;
-                call.adopt(&frame);
-                (outcome, None, frame.inner_failed())
-            }
-            Some(limit) => match tokio::time::timeout(limit, attempt).await {
-                Ok((outcome, frame)) => (outcome, None, frame.inner_failed()),
-                Err(_) => (
-                    Err(E::from(AttemptTimedOut::after(limit))),
-                    Some(Class::Transient),
-                    false,
-                ),
-            },
+        let attempt = if policy.attempt_timeout().is_some() {
+            ms::attempt_within(&mut call, op(), |timeout| Err(E::from(timeout))).await
+        } else {
+            ms::attempt(&mut call, op()).await
         };
-        let wait = match (&outcome, class) {
-            (Ok(_), _) => {
-                call.after_success();
-                None
-            }
-            (Err(e), Some(class)) => call.after_failure(class, inside, &DebugAsDisplay(e)),
-            (Err(e), None) => call.after_failure(e.classify(), inside, &DebugAsDisplay(e)),
-        };
-        match wait {
-            None => return outcome,
+        match ms::decide(&mut call, &attempt, ms::by_classify, show_debug) {
+            None => return attempt.outcome,
             Some(wait) => {
-                if !wait.is_zero() {
-                    tokio::time::sleep(wait).await;
-                }
+                ms::sleep(wait).await;
                 if !call.resume() {
-                    return outcome;
+                    return attempt.outcome;
                 }
             }
         }
@@ -599,23 +558,13 @@ where
     let mut call = Retry::<SystemClock>::start(policy);
     loop {
         call.admit()?;
-        let (outcome, frame) = layer::run_blocking(call.frame(), &mut op);
-        let inside = frame.inner_failed();
-        let wait = match &outcome {
-            Ok(_) => {
-                call.after_success();
-                None
-            }
-            Err(e) => call.after_failure(e.classify(), inside, &DebugAsDisplay(e)),
-        };
-        match wait {
-            None => return outcome,
+        let attempt = ms::attempt_blocking(&mut call, &mut op);
+        match ms::decide(&mut call, &attempt, ms::by_classify, show_debug) {
+            None => return attempt.outcome,
             Some(wait) => {
-                if !wait.is_zero() {
-                    std::thread::sleep(wait);
-                }
+                ms::block(wait);
                 if !call.resume() {
-                    return outcome;
+                    return attempt.outcome;
                 }
             }
         }

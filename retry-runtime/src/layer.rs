@@ -8,7 +8,6 @@
 
 use std::cell::Cell;
 use std::future::Future;
-use std::marker::PhantomData;
 use std::num::NonZeroU64;
 use std::pin::Pin;
 use std::sync::OnceLock;
@@ -334,51 +333,34 @@ impl Drop for Entered {
 }
 
 pin_project_lite::pin_project! {
-    /// A future run as an attempt of a layer: its output, and the frame as the attempt
-    /// left it (whether a failure came out of an inner layer, and when the layer's clock
-    /// started). Each poll swaps the layer's frame into the thread-local and back out,
-    /// as a task-local would, with no more state than the frame itself.
-    ///
-    /// An attempt that yields starts its layer's clock, read from `C`, if nothing has:
-    /// from then on the attempt is waiting on something, and that time counts.
-    pub(crate) struct InLayer<F, C = TokioClock> {
+    /// A future run inside a deadline scope: its output, and the scope's frame as the
+    /// future left it (whether a failure came out of an inner layer). Each poll swaps the
+    /// frame into the thread-local and back out, as a task-local would, with no more
+    /// state than the frame itself. (An attempt of a `#[retry]` call is polled by
+    /// `macro_support::AttemptFuture`, which also starts the call's clock.)
+    pub(crate) struct InLayer<F> {
         #[pin]
         future: F,
         frame: Frame,
-        clock: PhantomData<C>,
     }
 }
 
-impl<F: Future, C: Clock> Future for InLayer<F, C> {
+impl<F: Future> Future for InLayer<F> {
     type Output = (F::Output, Frame);
 
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.project();
         let entered = Entered::new(*this.frame);
         let poll = this.future.poll(cx);
-        let mut frame = entered.leave();
-        match poll {
-            Poll::Ready(output) => Poll::Ready((output, frame)),
-            Poll::Pending => {
-                frame.start(C::now);
-                *this.frame = frame;
-                Poll::Pending
-            }
-        }
+        *this.frame = entered.leave();
+        poll.map(|output| (output, *this.frame))
     }
 }
 
-/// Runs `fut` as an attempt of a layer with `frame`.
-#[cfg_attr(debug_assertions, inline)]
-#[cfg_attr(not(debug_assertions), inline(always))]
-pub(crate) fn in_layer<F: Future, C: Clock>(frame: Frame, fut: F) -> InLayer<F, C> {
-    InLayer {
-        future: fut,
-        frame,
-        clock: PhantomData,
-    }
+/// Runs `future` inside a scope with `frame`.
+fn in_layer<F: Future>(frame: Frame, future: F) -> InLayer<F> {
+    InLayer { future, frame }
 }
 
 /// Runs `f` as an attempt of a blocking layer with `frame`.
@@ -398,7 +380,7 @@ fn scope_frame(deadline: Option<Instant>) -> Frame {
 /// everything inside it. It is not a retry layer: a failure from an inner `#[retry]`
 /// call is passed on to the enclosing layer.
 pub(crate) async fn with_deadline<F: Future>(deadline: Option<Instant>, fut: F) -> F::Output {
-    let (output, frame) = in_layer::<F, TokioClock>(scope_frame(deadline), fut).await;
+    let (output, frame) = in_layer(scope_frame(deadline), fut).await;
     if frame.inner_failed() {
         mark_inner_failure();
     }

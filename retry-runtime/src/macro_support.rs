@@ -63,19 +63,17 @@ pub struct Attempt<R> {
 }
 
 /// After an attempt: `None` to return its outcome, or the wait before the next attempt.
-/// `policy` is the call's, `'static`, so that a first-try success is counted in its
-/// thread's batch. `show` gives the error's `Display` (or `Debug`, or its type) for the events.
+/// `show` gives the error's `Display` (or `Debug`, or its type) for the events.
 #[cfg_attr(debug_assertions, inline)]
 #[cfg_attr(not(debug_assertions), inline(always))]
 pub fn decide<R: Outcome, C: Clock>(
     call: &mut Retry<'_, C>,
     attempt: &Attempt<R>,
-    policy: &'static Policy,
     classify: fn(&R::Err) -> Class,
     show: Show<R::Err>,
 ) -> Option<Duration> {
     let Some(error) = attempt.outcome.failure() else {
-        call.after_success_in(Some(policy));
+        call.after_success();
         return None;
     };
     // A timed-out attempt is transient whatever the classifier would say of the error
@@ -335,8 +333,9 @@ pub fn attempt_blocking<R, C: Clock>(
     call: &mut Retry<'_, C>,
     attempt: impl FnOnce() -> R,
 ) -> Attempt<R> {
+    // A blocking call's clock started with it: the frame has nothing to tell it but
+    // whether a nested call failed.
     let (outcome, frame) = crate::layer::run_blocking(call.frame(), attempt);
-    call.adopt(&frame);
     Attempt {
         outcome,
         retried_inside: frame.inner_failed(),
