@@ -161,60 +161,68 @@ fn runtime() -> tokio::runtime::Runtime {
         .expect("a current-thread runtime")
 }
 
+/// Makes a warm-up call of `call`, then one more while counting, each with its first
+/// `fails` attempts failing; asserts that the counted call succeeded after `fails + 1`
+/// attempts and allocated nothing. `what` names the call in the failure message.
+async fn assert_async_call_allocates_nothing(
+    what: &str,
+    fails: u32,
+    call: impl AsyncFn(u64) -> Result<u64, Failure>,
+) {
+    script(fails);
+    assert_eq!(call(1).await, Ok(2));
+    script(fails);
+    start_counting();
+    let outcome = call(black_box(1)).await;
+    let count = stop_counting();
+    assert_eq!((outcome, ATTEMPTS.get()), (Ok(2), fails + 1));
+    assert_eq!(count, 0, "allocations in {what}");
+}
+
+/// `assert_async_call_allocates_nothing` for a blocking call.
+fn assert_blocking_call_allocates_nothing(
+    what: &str,
+    fails: u32,
+    call: impl Fn(u64) -> Result<u64, Failure>,
+) {
+    script(fails);
+    assert_eq!(call(1), Ok(2));
+    script(fails);
+    let (outcome, count) = allocations(|| call(black_box(1)));
+    assert_eq!((outcome, ATTEMPTS.get()), (Ok(2), fails + 1));
+    assert_eq!(count, 0, "allocations in {what}");
+}
+
 #[test]
 fn an_async_call_that_succeeds_at_once_allocates_nothing() {
-    let rt = runtime();
-    rt.block_on(async {
-        script(0);
-        assert_eq!(succeeds(1).await, Ok(2));
-        script(0);
-        start_counting();
-        let outcome = succeeds(black_box(1)).await;
-        let count = stop_counting();
-        assert_eq!((outcome, ATTEMPTS.get()), (Ok(2), 1));
-        assert_eq!(
-            count, 0,
-            "allocations in an async call that succeeded at once"
-        );
-    });
+    runtime().block_on(assert_async_call_allocates_nothing(
+        "an async call that succeeded at once",
+        0,
+        succeeds,
+    ));
 }
 
 #[test]
 fn an_async_call_retried_twice_allocates_nothing() {
-    let rt = runtime();
-    rt.block_on(async {
-        script(2);
-        assert_eq!(flaky(1).await, Ok(2));
-        script(2);
-        start_counting();
-        let outcome = flaky(black_box(1)).await;
-        let count = stop_counting();
-        assert_eq!((outcome, ATTEMPTS.get()), (Ok(2), 3));
-        assert_eq!(count, 0, "allocations in an async call retried twice");
-    });
+    runtime().block_on(assert_async_call_allocates_nothing(
+        "an async call retried twice",
+        2,
+        flaky,
+    ));
 }
 
 #[test]
 fn a_blocking_call_that_succeeds_at_once_allocates_nothing() {
-    script(0);
-    assert_eq!(succeeds_blocking(1), Ok(2));
-    script(0);
-    let (outcome, count) = allocations(|| succeeds_blocking(black_box(1)));
-    assert_eq!((outcome, ATTEMPTS.get()), (Ok(2), 1));
-    assert_eq!(
-        count, 0,
-        "allocations in a blocking call that succeeded at once"
+    assert_blocking_call_allocates_nothing(
+        "a blocking call that succeeded at once",
+        0,
+        succeeds_blocking,
     );
 }
 
 #[test]
 fn a_blocking_call_retried_twice_allocates_nothing() {
-    script(2);
-    assert_eq!(flaky_blocking(1), Ok(2));
-    script(2);
-    let (outcome, count) = allocations(|| flaky_blocking(black_box(1)));
-    assert_eq!((outcome, ATTEMPTS.get()), (Ok(2), 3));
-    assert_eq!(count, 0, "allocations in a blocking call retried twice");
+    assert_blocking_call_allocates_nothing("a blocking call retried twice", 2, flaky_blocking);
 }
 
 /// The counter itself works: a `Box` is one allocation.

@@ -43,15 +43,50 @@ fn requests_in(budget: &RetryBudget) -> u64 {
     budget.snapshot(std::time::Instant::now()).requests
 }
 
+/// A thread that has made its calls and stays alive until told to exit: a test reads
+/// while the thread's successes are still pending, then again after it has exited.
+struct LiveThread {
+    exit: mpsc::Sender<()>,
+    thread: thread::JoinHandle<()>,
+}
+
+impl LiveThread {
+    /// Starts a thread that makes `calls`; returns once it has made them.
+    fn after(calls: impl FnOnce() + Send + 'static) -> Self {
+        let (done, calls_made) = mpsc::channel();
+        let (exit, may_exit) = mpsc::channel::<()>();
+        let thread = thread::spawn(move || {
+            calls();
+            done.send(()).unwrap();
+            may_exit.recv().unwrap();
+        });
+        calls_made.recv().unwrap();
+        Self { exit, thread }
+    }
+
+    /// Lets the thread exit, and waits for it (and so for its thread-local destructors).
+    fn exit(self) {
+        self.exit.send(()).unwrap();
+        self.thread.join().unwrap();
+    }
+}
+
+/// `$name`, a function that always succeeds at once, and `$budget`, a budget of its own.
+macro_rules! succeeds_with_own_budget {
+    ($name:ident, $budget:ident) => {
+        static $budget: RetryBudget = RetryBudget::new();
+
+        #[retry(budget = $budget)]
+        #[idempotent]
+        fn $name() -> io::Result<()> {
+            Ok(())
+        }
+    };
+}
+
 // ---- Reads on the calling thread ------------------------------------------------------
 
-static HERE: RetryBudget = RetryBudget::new();
-
-#[retry(budget = HERE)]
-#[idempotent]
-fn counted_here() -> io::Result<()> {
-    Ok(())
-}
+succeeds_with_own_budget!(counted_here, HERE);
 
 // Five successes, fewer than a batch, are all pending; a read on the same thread adds
 // them to the statistics, once however often it reads, and leaves the budget alone.
@@ -72,13 +107,7 @@ fn a_read_on_the_calling_thread_sees_its_pending_successes() {
     assert_eq!(requests_in(&HERE), 0);
 }
 
-static ACROSS: RetryBudget = RetryBudget::new();
-
-#[retry(budget = ACROSS)]
-#[idempotent]
-fn counted_across() -> io::Result<()> {
-    Ok(())
-}
+succeeds_with_own_budget!(counted_across, ACROSS);
 
 // Successes a read has already added to the statistics are not added again when their
 // batch fills: 5 read, then the rest of a batch and 8 more, is `BATCH + 8`. The budget
@@ -97,13 +126,7 @@ fn successes_read_before_their_batch_fills_are_counted_once() {
     assert_eq!(requests_in(&ACROSS), n(BATCH));
 }
 
-static IN_ALL: RetryBudget = RetryBudget::new();
-
-#[retry(budget = IN_ALL)]
-#[idempotent]
-fn counted_in_all() -> io::Result<()> {
-    Ok(())
-}
+succeeds_with_own_budget!(counted_in_all, IN_ALL);
 
 // `stats::all` adds the reading thread's pending successes as `stats::get` does.
 // Can fail: without that, the 3 successes would be missing from the report.
@@ -123,13 +146,7 @@ fn all_sees_the_pending_successes_of_the_reading_thread() {
 
 // ---- Successes on another thread ------------------------------------------------------
 
-static ON_EXIT: RetryBudget = RetryBudget::new();
-
-#[retry(budget = ON_EXIT)]
-#[idempotent]
-fn counted_on_exit() -> io::Result<()> {
-    Ok(())
-}
+succeeds_with_own_budget!(counted_on_exit, ON_EXIT);
 
 // A batch and 8 successes on a thread that has exited by the time of the read (joining
 // waits for its thread-local destructors): the full batch, and 8 added at its exit.
@@ -148,13 +165,7 @@ fn a_thread_adds_its_pending_successes_when_it_exits() {
     assert_eq!(requests_in(&ON_EXIT), n(CALLS));
 }
 
-static ALIVE: RetryBudget = RetryBudget::new();
-
-#[retry(budget = ALIVE)]
-#[idempotent]
-fn counted_while_alive() -> io::Result<()> {
-    Ok(())
-}
+succeeds_with_own_budget!(counted_while_alive, ALIVE);
 
 // While the calling thread lives, a read on another thread sees its full batches only:
 // of its `BATCH + 8` successes, the batch. The other 8 come when it exits.
@@ -162,20 +173,14 @@ fn counted_while_alive() -> io::Result<()> {
 // full batch would show 0.
 #[test]
 fn a_live_threads_successes_are_seen_a_batch_at_a_time() {
-    let (done, calls_made) = mpsc::channel();
-    let (exit, may_exit) = mpsc::channel::<()>();
-    let worker = thread::spawn(move || {
+    let worker = LiveThread::after(|| {
         for _ in 0..CALLS {
             counted_while_alive().unwrap();
         }
-        done.send(()).unwrap();
-        may_exit.recv().unwrap();
     });
-    calls_made.recv().unwrap();
     assert_eq!(counts_of("counted_while_alive"), (n(BATCH), n(BATCH)));
     assert_eq!(requests_in(&ALIVE), n(BATCH));
-    exit.send(()).unwrap();
-    worker.join().unwrap();
+    worker.exit();
     assert_eq!(counts_of("counted_while_alive"), (n(CALLS), n(CALLS)));
     assert_eq!(requests_in(&ALIVE), n(CALLS));
 }
@@ -198,24 +203,18 @@ fn succeeds_unless(fail: bool) -> io::Result<()> {
 // requests until the thread exits.
 #[test]
 fn a_failure_adds_its_threads_pending_successes() {
-    let (done, calls_made) = mpsc::channel();
-    let (exit, may_exit) = mpsc::channel::<()>();
-    let worker = thread::spawn(move || {
+    let worker = LiveThread::after(|| {
         for _ in 0..CALLS {
             succeeds_unless(false).unwrap();
         }
         succeeds_unless(true).unwrap_err();
-        done.send(()).unwrap();
-        may_exit.recv().unwrap();
     });
-    calls_made.recv().unwrap();
     let s = stats_of("succeeds_unless");
     let all = n(CALLS + 1);
     assert_eq!((s.requests, s.succeeded, s.attempts), (all, n(CALLS), all));
     assert_eq!(s.failed.permanent, 1);
     assert_eq!(requests_in(&FAILING), all);
-    exit.send(()).unwrap();
-    worker.join().unwrap();
+    worker.exit();
     assert_eq!(stats_of("succeeds_unless"), s);
     assert_eq!(requests_in(&FAILING), all);
 }

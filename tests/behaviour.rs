@@ -257,44 +257,21 @@ const JITTER_CAP: Duration = ms(2000);
 const JITTER_ATTEMPTS: u32 = 8;
 const SEEDS: u64 = 200;
 
-#[retry(
-    deadline = "1h",
-    attempts = 8,
-    base = "100ms",
-    cap = "2s",
-    jitter = "full",
-    budget = UNLIMITED
-)]
-#[idempotent]
-async fn full_jitter(probe: &Probe) -> Result<u32, TestError> {
-    Err(TestError::Transient(probe.enter()))
+/// A function that always fails transiently, under the policy the jitter tests assume
+/// (`JITTER_BASE`, `JITTER_CAP`, `JITTER_ATTEMPTS`) with jitter `$jitter`.
+macro_rules! always_fails_with_jitter {
+    ($name:ident, $jitter:literal) => {
+        #[retry(deadline = "1h", attempts = 8, base = "100ms", cap = "2s", jitter = $jitter, budget = UNLIMITED)]
+        #[idempotent]
+        async fn $name(probe: &Probe) -> Result<u32, TestError> {
+            Err(TestError::Transient(probe.enter()))
+        }
+    };
 }
 
-#[retry(
-    deadline = "1h",
-    attempts = 8,
-    base = "100ms",
-    cap = "2s",
-    jitter = "equal",
-    budget = UNLIMITED
-)]
-#[idempotent]
-async fn equal_jitter(probe: &Probe) -> Result<u32, TestError> {
-    Err(TestError::Transient(probe.enter()))
-}
-
-#[retry(
-    deadline = "1h",
-    attempts = 8,
-    base = "100ms",
-    cap = "2s",
-    jitter = "decorrelated",
-    budget = UNLIMITED
-)]
-#[idempotent]
-async fn decorrelated_jitter(probe: &Probe) -> Result<u32, TestError> {
-    Err(TestError::Transient(probe.enter()))
-}
+always_fails_with_jitter!(full_jitter, "full");
+always_fails_with_jitter!(equal_jitter, "equal");
+always_fails_with_jitter!(decorrelated_jitter, "decorrelated");
 
 /// `d = min(cap, base * 2^n)`, the wait before retry `n` before jitter.
 fn ceiling(n: usize) -> Duration {

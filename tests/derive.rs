@@ -5,8 +5,9 @@ use std::time::Duration;
 
 use persevere::{Class, Classify};
 
-// The payloads would be read by a Display impl in a real error type.
-#[allow(dead_code)]
+// The payloads the derive does not read are there to give their variants the shapes it
+// must handle (a tuple variant with a field besides `#[retry_after]`, a tuple and a
+// struct variant without one); a real error type would read them in its Display impl.
 #[derive(Debug, Classify)]
 enum ApiError {
     #[transient]
@@ -15,15 +16,18 @@ enum ApiError {
         wait: Option<Duration>,
     },
     #[transient]
-    Throttled(#[retry_after] Duration, u32),
+    Throttled(#[retry_after] Duration, #[expect(dead_code)] u32),
     #[classify]
     Io(io::Error),
     #[permanent]
-    BadRequest(String),
+    BadRequest(#[expect(dead_code)] String),
     #[unsent]
     Refused,
     #[uncertain]
-    Internal { code: u16 },
+    Internal {
+        #[expect(dead_code)]
+        code: u16,
+    },
 }
 
 #[test]

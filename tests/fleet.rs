@@ -1,6 +1,7 @@
 //! Fleet protection: the retry budget, retries at one layer, deadline propagation.
 //! Time-based cases run under tokio's paused clock.
 
+use std::cell::Cell;
 use std::io;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::time::Duration;
@@ -22,31 +23,22 @@ async fn always_fails() -> io::Result<()> {
     Err(reset())
 }
 
-#[retry(attempts = 3, base = "10ms", jitter = "none", budget = NESTED_BUDGET)]
-#[idempotent]
-async fn level5() -> io::Result<()> {
-    always_fails().await
+/// A retried layer of the stack below: `$name` calls `$below`, under one policy for all.
+macro_rules! layer {
+    ($name:ident calls $below:ident) => {
+        #[retry(attempts = 3, base = "10ms", jitter = "none", budget = NESTED_BUDGET)]
+        #[idempotent]
+        async fn $name() -> io::Result<()> {
+            $below().await
+        }
+    };
 }
-#[retry(attempts = 3, base = "10ms", jitter = "none", budget = NESTED_BUDGET)]
-#[idempotent]
-async fn level4() -> io::Result<()> {
-    level5().await
-}
-#[retry(attempts = 3, base = "10ms", jitter = "none", budget = NESTED_BUDGET)]
-#[idempotent]
-async fn level3() -> io::Result<()> {
-    level4().await
-}
-#[retry(attempts = 3, base = "10ms", jitter = "none", budget = NESTED_BUDGET)]
-#[idempotent]
-async fn level2() -> io::Result<()> {
-    level3().await
-}
-#[retry(attempts = 3, base = "10ms", jitter = "none", budget = NESTED_BUDGET)]
-#[idempotent]
-async fn level1() -> io::Result<()> {
-    level2().await
-}
+
+layer!(level5 calls always_fails);
+layer!(level4 calls level5);
+layer!(level3 calls level4);
+layer!(level2 calls level3);
+layer!(level1 calls level2);
 
 #[tokio::test(start_paused = true)]
 async fn five_nested_layers_make_one_layers_attempts() {
@@ -106,12 +98,17 @@ async fn an_outer_failure_of_its_own_is_still_retried() {
     assert_eq!(SUCCEEDS.load(Ordering::SeqCst), 3);
 }
 
-static SYNC_BOTTOM: AtomicU32 = AtomicU32::new(0);
+thread_local! {
+    /// Per thread: the two tests below both call `sync_inner`, in parallel, each on its
+    /// own thread (a `#[tokio::test]` runs its current-thread runtime on the test's), so a
+    /// shared counter would let one test's attempts into the other's count.
+    static SYNC_BOTTOM: Cell<u32> = const { Cell::new(0) };
+}
 
 #[retry(attempts = 3, base = "1ms", jitter = "none", budget = NESTED_BUDGET)]
 #[idempotent]
 fn sync_inner() -> io::Result<()> {
-    SYNC_BOTTOM.fetch_add(1, Ordering::SeqCst);
+    SYNC_BOTTOM.set(SYNC_BOTTOM.get() + 1);
     Err(reset())
 }
 
@@ -129,16 +126,16 @@ async fn async_over_sync() -> io::Result<()> {
 
 #[test]
 fn nested_blocking_layers_do_not_multiply() {
-    SYNC_BOTTOM.store(0, Ordering::SeqCst);
+    SYNC_BOTTOM.set(0);
     sync_outer().unwrap_err();
-    assert_eq!(SYNC_BOTTOM.load(Ordering::SeqCst), 3);
+    assert_eq!(SYNC_BOTTOM.get(), 3);
 }
 
 #[tokio::test]
 async fn a_blocking_layer_inside_an_async_layer_is_seen() {
-    SYNC_BOTTOM.store(0, Ordering::SeqCst);
+    SYNC_BOTTOM.set(0);
     async_over_sync().await.unwrap_err();
-    assert_eq!(SYNC_BOTTOM.load(Ordering::SeqCst), 3);
+    assert_eq!(SYNC_BOTTOM.get(), 3);
 }
 
 // ---- Deadline propagation -------------------------------------------------------------

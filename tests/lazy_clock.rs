@@ -106,9 +106,9 @@ impl Probe {
     }
 }
 
-/// Whole seconds `from..=to`, as attempt start times.
-fn every_second(from: u64, to: u64) -> Vec<Duration> {
-    (from..=to).map(secs).collect()
+/// Attempt start times: the first at 0, the others every whole second `from..=to`.
+fn at_0_then_every_second(from: u64, to: u64) -> Vec<Duration> {
+    std::iter::once(0).chain(from..=to).map(secs).collect()
 }
 
 /// Asserts that `deadline::remaining()` read `expected`, in order. A layer may hold its
@@ -130,11 +130,18 @@ fn assert_remaining(seen: &[Option<Duration>], expected: &[Duration]) {
 
 // ---- When the clock starts ------------------------------------------------------------
 
+/// Fails every attempt. The first also works for `busy` without yielding, then sleeps
+/// for `asleep`; a zero duration skips that part, so with `asleep` zero it never yields.
 #[retry(deadline = "12s", base = "1s", cap = "1s", jitter = "none", attempts = 100, budget = UNLIMITED)]
 #[idempotent]
-async fn sleeps_then_fails(probe: &Probe) -> io::Result<()> {
+async fn first_attempt_slow(probe: &Probe, busy: Duration, asleep: Duration) -> io::Result<()> {
     if probe.enter() == 1 {
-        tokio::time::sleep(secs(10)).await;
+        if !busy.is_zero() {
+            work(busy);
+        }
+        if !asleep.is_zero() {
+            tokio::time::sleep(asleep).await;
+        }
     }
     Err(reset())
 }
@@ -147,20 +154,13 @@ async fn sleeps_then_fails(probe: &Probe) -> io::Result<()> {
 #[tokio::test(start_paused = true)]
 async fn the_first_attempts_wait_counts_toward_the_deadline() {
     let probe = Probe::new();
-    let error = sleeps_then_fails(&probe).await.unwrap_err();
+    let error = first_attempt_slow(&probe, Duration::ZERO, secs(10))
+        .await
+        .unwrap_err();
     assert_eq!(error.kind(), io::ErrorKind::ConnectionReset);
     assert_eq!(probe.starts(), [secs(0), secs(11)]);
     assert_eq!(probe.elapsed(), secs(11));
     assert!(probe.elapsed() < secs(12));
-}
-
-#[retry(deadline = "12s", base = "1s", cap = "1s", jitter = "none", attempts = 100, budget = UNLIMITED)]
-#[idempotent]
-async fn busy_then_fails(probe: &Probe) -> io::Result<()> {
-    if probe.enter() == 1 {
-        work(secs(5));
-    }
-    Err(reset())
 }
 
 // Defined behaviour: a first attempt that never yields does not start the clock, so the
@@ -173,22 +173,12 @@ async fn busy_then_fails(probe: &Probe) -> io::Result<()> {
 #[tokio::test(start_paused = true)]
 async fn a_first_attempt_that_never_yields_starts_the_clock_when_it_fails() {
     let probe = Probe::new();
-    let error = busy_then_fails(&probe).await.unwrap_err();
+    let error = first_attempt_slow(&probe, secs(5), Duration::ZERO)
+        .await
+        .unwrap_err();
     assert_eq!(error.kind(), io::ErrorKind::ConnectionReset);
-    let mut expected = vec![secs(0)];
-    expected.extend(every_second(6, 16));
-    assert_eq!(probe.starts(), expected);
+    assert_eq!(probe.starts(), at_0_then_every_second(6, 16));
     assert_eq!(probe.elapsed(), secs(16));
-}
-
-#[retry(deadline = "12s", base = "1s", cap = "1s", jitter = "none", attempts = 100, budget = UNLIMITED)]
-#[idempotent]
-async fn busy_then_sleeps_then_fails(probe: &Probe) -> io::Result<()> {
-    if probe.enter() == 1 {
-        work(secs(3));
-        tokio::time::sleep(secs(4)).await;
-    }
-    Err(reset())
 }
 
 // The clock starts at the first yield, 3 s in, after the work and before the sleep: the
@@ -199,10 +189,10 @@ async fn busy_then_sleeps_then_fails(probe: &Probe) -> io::Result<()> {
 #[tokio::test(start_paused = true)]
 async fn work_before_the_first_yield_is_left_out_and_the_wait_after_it_counts() {
     let probe = Probe::new();
-    busy_then_sleeps_then_fails(&probe).await.unwrap_err();
-    let mut expected = vec![secs(0)];
-    expected.extend(every_second(8, 14));
-    assert_eq!(probe.starts(), expected);
+    first_attempt_slow(&probe, secs(3), secs(4))
+        .await
+        .unwrap_err();
+    assert_eq!(probe.starts(), at_0_then_every_second(8, 14));
     assert_eq!(probe.elapsed(), secs(14));
 }
 
@@ -452,7 +442,7 @@ async fn a_blocking_inner_call_starts_the_outer_clock_on_the_outer_clock() {
     tokio::time::sleep(Duration::from_secs(3600)).await;
     let probe = Probe::new();
     let result = async_over_blocking(&probe).await;
-    // Fails here: the outer call sees `Some(0ns)` left, so it gives up at its first
+    // Where it failed: the outer call saw `Some(0ns)` left, so it gave up at its first
     // failure instead of retrying after 1 s.
     assert_remaining(&probe.seen(), &[secs(30), secs(29)]);
     assert_eq!(probe.starts(), [secs(0), secs(1)]);

@@ -16,7 +16,8 @@ use tracing_subscriber::registry::LookupSpan;
 
 static UNLIMITED: RetryBudget = RetryBudget::unlimited();
 
-/// One captured event: its level, message, fields, and the names of its spans.
+/// One captured event: its level, its fields (the message among them, as `message`), and
+/// the names of its spans.
 #[derive(Debug, Clone)]
 struct Captured {
     level: Level,
@@ -71,6 +72,14 @@ fn captured<T>(f: impl std::future::Future<Output = T>) -> (T, Vec<Captured>) {
     (out, events)
 }
 
+/// The events among `events` whose message is `message`.
+fn with_message<'a>(events: &'a [Captured], message: &str) -> Vec<&'a Captured> {
+    events
+        .iter()
+        .filter(|e| e.fields.get("message").map(String::as_str) == Some(message))
+        .collect()
+}
+
 #[derive(Debug)]
 struct Flaky(&'static str);
 
@@ -102,10 +111,7 @@ async fn fails_twice() -> Result<u32, Flaky> {
 fn each_failed_attempt_is_an_event_in_the_calls_span() {
     let (out, events) = captured(fails_twice());
     assert_eq!(out.unwrap(), 3);
-    let retrying: Vec<_> = events
-        .iter()
-        .filter(|e| e.fields.get("message").map(String::as_str) == Some("attempt failed; retrying"))
-        .collect();
+    let retrying = with_message(&events, "attempt failed; retrying");
     assert_eq!(retrying.len(), 2, "{events:#?}");
     for (event, (attempt, error, wait)) in retrying
         .iter()
@@ -118,10 +124,7 @@ fn each_failed_attempt_is_an_event_in_the_calls_span() {
         assert_eq!(event.fields["wait_ms"], wait);
         assert_eq!(event.spans, ["retry"]);
     }
-    let done: Vec<_> = events
-        .iter()
-        .filter(|e| e.fields.get("message").map(String::as_str) == Some("succeeded after retrying"))
-        .collect();
+    let done = with_message(&events, "succeeded after retrying");
     assert_eq!(done.len(), 1);
     assert_eq!(done[0].fields["attempts"], "3");
     assert_eq!(done[0].fields["elapsed_ms"], "300");
@@ -140,6 +143,7 @@ async fn succeeds_at_once() -> Result<u32, Flaky> {
 fn a_call_that_succeeds_at_once_emits_nothing() {
     let (out, events) = captured(succeeds_at_once());
     assert_eq!(out.unwrap(), 1);
+    assert_eq!(ONCE_OK.load(Ordering::SeqCst), 1);
     assert!(events.is_empty(), "{events:#?}");
 }
 
@@ -159,10 +163,7 @@ async fn not_found() -> io::Result<()> {
 fn giving_up_is_one_event_with_its_reason_and_level() {
     let (out, events) = captured(always_reset());
     assert_eq!(out.unwrap_err().kind(), io::ErrorKind::ConnectionReset);
-    let gave_up: Vec<_> = events
-        .iter()
-        .filter(|e| e.fields.get("message").map(String::as_str) == Some("gave up"))
-        .collect();
+    let gave_up = with_message(&events, "gave up");
     assert_eq!(gave_up.len(), 1);
     let e = gave_up[0];
     assert_eq!(e.level, Level::WARN);
@@ -173,7 +174,7 @@ fn giving_up_is_one_event_with_its_reason_and_level() {
 
     // A permanent failure is the caller's to report: one DEBUG event, outside any span.
     let (out, events) = captured(not_found());
-    assert!(out.is_err());
+    assert_eq!(out.unwrap_err().kind(), io::ErrorKind::NotFound);
     assert_eq!(events.len(), 1, "{events:#?}");
     assert_eq!(events[0].level, Level::DEBUG);
     assert_eq!(events[0].fields["reason"], "the failure is permanent");
