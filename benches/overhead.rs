@@ -14,72 +14,51 @@
 //! - `shared_budget`: a `static RetryBudget` written from one thread, then from both
 //!   cores at once.
 
+use std::future::Future;
 use std::hint::black_box;
 use std::sync::Barrier;
 use std::time::{Duration, Instant};
 
-use criterion::{Criterion, criterion_group, criterion_main};
+use criterion::measurement::WallTime;
+use criterion::{BenchmarkGroup, Criterion, criterion_group, criterion_main};
+use tokio::runtime::Runtime;
 
 mod support;
 use support::*;
 
+/// Benchmarks `call` as `name` in `group`, after checking that it returns `Ok(2)` for 1.
+/// `call` is a function item, so each variant is its own, directly called, code.
+fn bench_async<Fut>(
+    group: &mut BenchmarkGroup<'_, WallTime>,
+    rt: &Runtime,
+    name: &str,
+    call: impl Fn(u64) -> Fut + Copy,
+) where
+    Fut: Future<Output = Result<u64, Failure>>,
+{
+    assert_eq!(rt.block_on(call(1)), Ok(2), "{name}");
+    group.bench_function(name, |b| b.to_async(rt).iter(|| call(black_box(1))));
+}
+
 fn async_ok(c: &mut Criterion) {
     let rt = runtime();
-    for (name, outcome) in [
-        ("direct", rt.block_on(direct(1))),
-        ("retry", rt.block_on(retried(1))),
-        ("backon", rt.block_on(backon_call(1))),
-        ("tokio-retry", rt.block_on(tokio_retry_call(1))),
-        ("tower", rt.block_on(tower_call(1))),
-    ] {
-        assert_eq!(outcome, Ok(2), "{name}");
-    }
     let mut group = c.benchmark_group("async_ok");
-    group.bench_function("direct", |b| {
-        b.to_async(&rt).iter(|| direct(black_box(1)));
-    });
-    group.bench_function("retry", |b| {
-        b.to_async(&rt).iter(|| retried(black_box(1)));
-    });
-    group.bench_function("backon", |b| {
-        b.to_async(&rt).iter(|| backon_call(black_box(1)));
-    });
-    group.bench_function("tokio-retry", |b| {
-        b.to_async(&rt).iter(|| tokio_retry_call(black_box(1)));
-    });
-    group.bench_function("tower", |b| {
-        b.to_async(&rt).iter(|| tower_call(black_box(1)));
-    });
+    bench_async(&mut group, &rt, "direct", direct);
+    bench_async(&mut group, &rt, "retry", retried);
+    bench_async(&mut group, &rt, "backon", backon_call);
+    bench_async(&mut group, &rt, "tokio-retry", tokio_retry_call);
+    bench_async(&mut group, &rt, "tower", tower_call);
     group.finish();
 }
 
 fn async_once(c: &mut Criterion) {
     let rt = runtime();
-    for (name, outcome) in [
-        ("hand-loop", rt.block_on(hand_loop_once(1))),
-        ("retry", rt.block_on(retry_once(1))),
-        ("backon", rt.block_on(backon_once(1))),
-        ("tokio-retry", rt.block_on(tokio_retry_once(1))),
-        ("tower", rt.block_on(tower_once(1))),
-    ] {
-        assert_eq!(outcome, Ok(2), "{name}");
-    }
     let mut group = c.benchmark_group("async_once");
-    group.bench_function("hand-loop", |b| {
-        b.to_async(&rt).iter(|| hand_loop_once(black_box(1)));
-    });
-    group.bench_function("retry", |b| {
-        b.to_async(&rt).iter(|| retry_once(black_box(1)));
-    });
-    group.bench_function("backon", |b| {
-        b.to_async(&rt).iter(|| backon_once(black_box(1)));
-    });
-    group.bench_function("tokio-retry", |b| {
-        b.to_async(&rt).iter(|| tokio_retry_once(black_box(1)));
-    });
-    group.bench_function("tower", |b| {
-        b.to_async(&rt).iter(|| tower_once(black_box(1)));
-    });
+    bench_async(&mut group, &rt, "hand-loop", hand_loop_once);
+    bench_async(&mut group, &rt, "retry", retry_once);
+    bench_async(&mut group, &rt, "backon", backon_once);
+    bench_async(&mut group, &rt, "tokio-retry", tokio_retry_once);
+    bench_async(&mut group, &rt, "tower", tower_once);
     group.finish();
 }
 
