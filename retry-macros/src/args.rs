@@ -52,23 +52,24 @@ pub enum On {
     Predicate(Path),
 }
 
-/// The parsed arguments; `None` where the user left the default.
+/// The parsed arguments; `None` where the user left the default. A value keeps its span
+/// where a later check or the generated code reports an error at it.
 #[derive(Default)]
 pub struct Args {
-    pub deadline: Option<Spanned<Duration>>,
-    pub attempts: Option<Spanned<u32>>,
+    pub deadline: Option<Duration>,
+    pub attempts: Option<u32>,
     pub base: Option<Spanned<Duration>>,
     pub cap: Option<Spanned<Duration>>,
-    pub multiplier: Option<Spanned<f64>>,
-    pub jitter: Option<Spanned<Jitter>>,
+    pub multiplier: Option<f64>,
+    pub jitter: Option<Jitter>,
     pub on: Option<On>,
     pub attempt_timeout: Option<Spanned<Duration>>,
-    pub max_retry_after: Option<Spanned<Duration>>,
-    pub uncertain_attempts: Option<Spanned<u32>>,
+    pub max_retry_after: Option<Duration>,
+    pub uncertain_attempts: Option<u32>,
     pub budget: Option<Path>,
     pub breaker: Option<Path>,
     pub before_wait: Option<Path>,
-    pub layers: Option<Spanned<Layers>>,
+    pub layers: Option<Layers>,
     pub key: Option<Ident>,
     pub krate: Option<Path>,
     /// Set by `#[idempotent]` when it is written above `#[retry]`.
@@ -125,16 +126,15 @@ fn skip_to_comma(input: ParseStream) {
 }
 
 fn parse_one(input: ParseStream, args: &mut Args) -> syn::Result<()> {
-    let lookahead = input.lookahead1();
-    if lookahead.peek(kw::__idempotent) {
+    if input.peek(kw::__idempotent) {
         input.parse::<kw::__idempotent>()?;
         args.idempotent = true;
         return Ok(());
     }
-    let key = if lookahead.peek(Token![crate]) {
+    let key = if input.peek(Token![crate]) {
         let token = input.parse::<Token![crate]>()?;
         Ident::new("crate", token.span)
-    } else if lookahead.peek(Ident) {
+    } else if input.peek(Ident) {
         input.call(syn::ext::IdentExt::parse_any)?
     } else {
         return Err(syn::Error::new(
@@ -172,14 +172,14 @@ fn parse_one(input: ParseStream, args: &mut Args) -> syn::Result<()> {
         }};
     }
     match name.as_str() {
-        "deadline" => set!(deadline, positive_duration(input, "deadline")?),
+        "deadline" => set!(deadline, positive_duration(input, "deadline")?.value),
         "base" => set!(base, duration(input)?),
         "cap" => set!(cap, duration(input)?),
         "attempt_timeout" => set!(
             attempt_timeout,
             positive_duration(input, "attempt_timeout")?
         ),
-        "max_retry_after" => set!(max_retry_after, duration(input)?),
+        "max_retry_after" => set!(max_retry_after, duration(input)?.value),
         "attempts" => set!(attempts, attempts(input, "attempts")?),
         "uncertain_attempts" => set!(uncertain_attempts, attempts(input, "uncertain_attempts")?),
         "budget" => set!(budget, static_path(input, "budget")?),
@@ -250,7 +250,7 @@ fn positive_duration(input: ParseStream, key: &str) -> syn::Result<Spanned<Durat
     Ok(d)
 }
 
-fn attempts(input: ParseStream, key: &str) -> syn::Result<Spanned<u32>> {
+fn attempts(input: ParseStream, key: &str) -> syn::Result<u32> {
     let lit: LitInt = input.parse().map_err(|e| {
         syn::Error::new(
             e.span(),
@@ -273,13 +273,10 @@ fn attempts(input: ParseStream, key: &str) -> syn::Result<Spanned<u32>> {
         };
         return Err(syn::Error::new(lit.span(), message));
     }
-    Ok(Spanned {
-        value,
-        span: lit.span(),
-    })
+    Ok(value)
 }
 
-fn multiplier(input: ParseStream) -> syn::Result<Spanned<f64>> {
+fn multiplier(input: ParseStream) -> syn::Result<f64> {
     let (value, span) = if input.peek(LitInt) {
         let lit: LitInt = input.parse()?;
         (lit.base10_parse::<f64>()?, lit.span())
@@ -298,10 +295,10 @@ fn multiplier(input: ParseStream) -> syn::Result<Spanned<f64>> {
             "`multiplier` must be at least 1: waits must not shrink from one retry to the next",
         ));
     }
-    Ok(Spanned { value, span })
+    Ok(value)
 }
 
-fn jitter(input: ParseStream) -> syn::Result<Spanned<Jitter>> {
+fn jitter(input: ParseStream) -> syn::Result<Jitter> {
     const KINDS: &str = "\"none\", \"full\", \"equal\", \"decorrelated\"";
     let lit: LitStr = input.parse().map_err(|e| {
         syn::Error::new(
@@ -309,22 +306,16 @@ fn jitter(input: ParseStream) -> syn::Result<Spanned<Jitter>> {
             format!("expected the jitter in a string, one of {KINDS}"),
         )
     })?;
-    let value = match lit.value().as_str() {
-        "none" => Jitter::None,
-        "full" => Jitter::Full,
-        "equal" => Jitter::Equal,
-        "decorrelated" => Jitter::Decorrelated,
-        other => {
-            return Err(syn::Error::new(
-                lit.span(),
-                format!("unknown jitter \"{other}\"; expected one of {KINDS}"),
-            ));
-        }
-    };
-    Ok(Spanned {
-        value,
-        span: lit.span(),
-    })
+    match lit.value().as_str() {
+        "none" => Ok(Jitter::None),
+        "full" => Ok(Jitter::Full),
+        "equal" => Ok(Jitter::Equal),
+        "decorrelated" => Ok(Jitter::Decorrelated),
+        other => Err(syn::Error::new(
+            lit.span(),
+            format!("unknown jitter \"{other}\"; expected one of {KINDS}"),
+        )),
+    }
 }
 
 fn on(input: ParseStream) -> syn::Result<On> {
@@ -352,26 +343,20 @@ fn static_path(input: ParseStream, key: &str) -> syn::Result<Path> {
     })
 }
 
-fn layers(input: ParseStream) -> syn::Result<Spanned<Layers>> {
+fn layers(input: ParseStream) -> syn::Result<Layers> {
     let lit: LitStr = input
         .parse()
         .map_err(|e| syn::Error::new(e.span(), format!("expected {}", example("layers"))))?;
-    let value = match lit.value().as_str() {
-        "innermost" => Layers::Innermost,
-        "every" => Layers::Every,
-        other => {
-            return Err(syn::Error::new(
-                lit.span(),
-                format!(
-                    "unknown layers \"{other}\"; expected \"innermost\" (only the innermost of nested #[retry] calls retries a failure, the default) or \"every\" (this function retries even failures a nested #[retry] call already retried)"
-                ),
-            ));
-        }
-    };
-    Ok(Spanned {
-        value,
-        span: lit.span(),
-    })
+    match lit.value().as_str() {
+        "innermost" => Ok(Layers::Innermost),
+        "every" => Ok(Layers::Every),
+        other => Err(syn::Error::new(
+            lit.span(),
+            format!(
+                "unknown layers \"{other}\"; expected \"innermost\" (only the innermost of nested #[retry] calls retries a failure, the default) or \"every\" (this function retries even failures a nested #[retry] call already retried)"
+            ),
+        )),
+    }
 }
 
 fn key_param(input: ParseStream) -> syn::Result<Ident> {

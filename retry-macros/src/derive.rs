@@ -43,7 +43,7 @@ struct Arm {
 //                     Some(d) => Class::RetryAfter(d),
 //                     None => Class::Transient,
 //                 },
-//                 Self::Io(f) => Classify::classify(f),
+//                 Self::Io { 0: f, .. } => Classify::classify(f),
 //                 Self::BadRequest { .. } => Class::Permanent,
 //             }
 //         }
@@ -121,21 +121,7 @@ fn arm(
     errors: &mut Option<syn::Error>,
 ) -> Option<Arm> {
     let marked = class_of(attrs, name, errors)?;
-    let class = |span: Span| match marked {
-        Marked::Transient => quote_spanned!(span=> ::persevere::Class::Transient),
-        Marked::Permanent => quote_spanned!(span=> ::persevere::Class::Permanent),
-        Marked::Unsent => quote_spanned!(span=> ::persevere::Class::Unsent),
-        Marked::Uncertain => quote_spanned!(span=> ::persevere::Class::Uncertain),
-        Marked::Delegate => quote!(),
-    };
     let binding = format_ident!("__persevere_field", span = Span::mixed_site());
-    let member = |index: usize, field: &syn::Field| match &field.ident {
-        Some(ident) => quote!(#ident),
-        None => {
-            let index = syn::Index::from(index);
-            quote!(#index)
-        }
-    };
 
     // Each field marked `#[retry_after]`, with the span of its mark.
     let retry_after: Vec<_> = fields
@@ -157,33 +143,38 @@ fn arm(
         return None;
     }
 
-    if let Marked::Delegate = marked {
-        if fields.len() != 1 {
-            push(
-                errors,
-                syn::Error::new(
-                    name.span(),
-                    format!(
-                        "`#[classify]` asks the variant's single field how to classify it, but `{name}` has {} fields; mark the variant #[transient], #[permanent], #[unsent] or #[uncertain] instead",
-                        fields.len()
+    let span = name.span();
+    let class = match marked {
+        Marked::Transient => quote_spanned!(span=> ::persevere::Class::Transient),
+        Marked::Permanent => quote_spanned!(span=> ::persevere::Class::Permanent),
+        Marked::Unsent => quote_spanned!(span=> ::persevere::Class::Unsent),
+        Marked::Uncertain => quote_spanned!(span=> ::persevere::Class::Uncertain),
+        Marked::Delegate => {
+            if fields.len() != 1 {
+                push(
+                    errors,
+                    syn::Error::new(
+                        name.span(),
+                        format!(
+                            "`#[classify]` asks the variant's single field how to classify it, but `{name}` has {} fields; mark the variant #[transient], #[permanent], #[unsent] or #[uncertain] instead",
+                            fields.len()
+                        ),
                     ),
-                ),
+                );
+                return None;
+            }
+            let field = fields.iter().next().expect("one field");
+            let member = member(0, field);
+            let class = locate(
+                quote!(::persevere::Classify::classify(#binding)),
+                field.ty.span(),
             );
-            return None;
+            return Some(Arm {
+                pattern: quote!(#path { #member: #binding, .. }),
+                class,
+            });
         }
-        let field = fields.iter().next().expect("one field");
-        let member = member(0, field);
-        let class = locate(
-            quote!(::persevere::Classify::classify(#binding)),
-            field.ty.span(),
-        );
-        return Some(Arm {
-            pattern: quote!(#path { #member: #binding, .. }),
-            class,
-        });
-    }
-
-    let class = class(name.span());
+    };
     match retry_after.first() {
         None => Some(Arm {
             pattern: quote!(#path { .. }),
@@ -216,6 +207,17 @@ fn arm(
                     }
                 },
             })
+        }
+    }
+}
+
+/// How a pattern names the field at `index`: its name, or its position in a tuple.
+fn member(index: usize, field: &syn::Field) -> TokenStream {
+    match &field.ident {
+        Some(ident) => quote!(#ident),
+        None => {
+            let index = syn::Index::from(index);
+            quote!(#index)
         }
     }
 }

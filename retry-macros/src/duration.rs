@@ -75,7 +75,7 @@ fn too_long(text: &str) -> String {
 fn scaled(number: &str, scale: u128) -> Option<u128> {
     let number = number.replace('_', "");
     let (whole, fraction) = number.split_once('.').unwrap_or((&number, ""));
-    if fraction.contains('.') || (whole.is_empty() && fraction.is_empty()) {
+    if whole.is_empty() && fraction.is_empty() {
         return None;
     }
     let whole: u128 = if whole.is_empty() {

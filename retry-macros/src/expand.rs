@@ -3,12 +3,12 @@
 use proc_macro2::{Delimiter, Group, Span, TokenStream, TokenTree};
 use quote::{quote, quote_spanned};
 use syn::spanned::Spanned;
-use syn::{Attribute, Ident, ItemFn, Path, parse_quote};
+use syn::{Ident, ItemFn, Type};
 
 use crate::args::{self, Args, Jitter, Layers, On, push};
 use crate::duration;
 use crate::func::{self, RetryFn};
-use crate::item::LightFn;
+use crate::item::{LightFn, is_attr};
 
 /// Expands `#[retry(args)] item`. On any error, the errors are emitted together with
 /// the function as written, so its callers see no cascade of "cannot find function".
@@ -24,16 +24,17 @@ pub fn retry(args: TokenStream, written: TokenStream) -> TokenStream {
         }
     };
     let (args, mut errors) = args::parse(args);
-    let krate = args
-        .krate
-        .clone()
-        .unwrap_or_else(|| parse_quote!(::persevere));
+    // The runtime's support module, `krate::__private`, which the generated code calls.
+    let private = match &args.krate {
+        Some(krate) => quote!(#krate::__private),
+        None => quote!(::persevere::__private),
+    };
     check_args(&args, &mut errors);
-    let plan = func::analyse(&item, &krate, &mut errors);
+    let plan = func::analyse(&item, &private, &mut errors);
     check_idempotent(&args, &item, &mut errors);
     let key_check = plan
         .as_ref()
-        .and_then(|plan| check_key(&args, plan, &krate, &mut errors));
+        .and_then(|plan| check_key(&args, plan, &private, &mut errors));
     if let (Some(timeout), None) = (&args.attempt_timeout, &item.sig.asyncness) {
         push(
             &mut errors,
@@ -44,22 +45,16 @@ pub fn retry(args: TokenStream, written: TokenStream) -> TokenStream {
         );
     }
     match (errors, plan) {
-        (None, Some(plan)) => generate(&args, &krate, plan, body, key_check.unwrap_or_default()),
+        (None, Some(plan)) => generate(&args, &private, plan, body, key_check.unwrap_or_default()),
         (Some(errors), _) => with_item(errors, written),
         (None, None) => unreachable!("analyse reports why it cannot plan"),
     }
 }
 
-/// `krate::__private` located at `span`, so that an error the compiler reports on a call
-/// through it points at the user's token rather than at the attribute. The tokens keep
-/// the macro's own resolution, so the compiler still knows they are generated and does
-/// not suggest edits to them.
-pub fn private_at(krate: &Path, span: Span) -> TokenStream {
-    locate(quote!(#krate::__private), span)
-}
-
-/// `tokens`, groups included, moved to the location of `span`; each keeps its own
-/// resolution (hygiene), so names still refer to what they did.
+/// `tokens`, groups included, moved to the location of `span`, so that an error the
+/// compiler reports on them points at the user's token rather than at the attribute.
+/// Each keeps its own resolution (hygiene), so names still refer to what they did and
+/// the compiler still knows generated tokens as generated, not suggesting edits to them.
 pub fn locate(tokens: TokenStream, span: Span) -> TokenStream {
     tokens
         .into_iter()
@@ -125,7 +120,7 @@ fn check_args(args: &Args, errors: &mut Option<syn::Error>) {
         _ => {}
     }
     if let Some(timeout) = args.attempt_timeout {
-        let deadline = args.deadline.map_or(DEFAULT_DEADLINE, |d| d.value);
+        let deadline = args.deadline.unwrap_or(DEFAULT_DEADLINE);
         if timeout.value > deadline {
             let whose = if args.deadline.is_some() {
                 "the"
@@ -158,7 +153,7 @@ fn check_idempotent(args: &Args, item: &ItemFn, errors: &mut Option<syn::Error>)
     let marked = args.idempotent
         || args.key.is_some()
         || matches!(args.on, Some(On::Unsent(_)))
-        || item.attrs.iter().any(is_idempotent_attr);
+        || item.attrs.iter().any(|attr| is_attr(attr, "idempotent"));
     if !marked {
         push(
             errors,
@@ -176,25 +171,17 @@ fn check_idempotent(args: &Args, item: &ItemFn, errors: &mut Option<syn::Error>)
     }
 }
 
-/// `#[idempotent]` or `#[persevere::idempotent]` among the function's attributes.
-fn is_idempotent_attr(attr: &Attribute) -> bool {
-    attr.path()
-        .segments
-        .last()
-        .is_some_and(|s| s.ident == "idempotent")
-}
-
 /// `key = name`: `name` is a parameter, and an idempotency key.
 fn check_key(
     args: &Args,
     plan: &RetryFn,
-    krate: &Path,
+    private: &TokenStream,
     errors: &mut Option<syn::Error>,
 ) -> Option<TokenStream> {
     let key = args.key.as_ref()?;
     match plan.named.iter().find(|(name, _)| name == key) {
         Some((name, ty)) => Some(locate(
-            quote!(#krate::__private::idempotency_key(&#name);),
+            quote!(#private::idempotency_key(&#name);),
             ty.span(),
         )),
         None => {
@@ -218,19 +205,17 @@ fn check_key(
     }
 }
 
-fn policy(args: &Args, krate: &Path, budget: &TokenStream, stats: &Ident) -> TokenStream {
+fn policy(args: &Args, private: &TokenStream, budget: &TokenStream, stats: &Ident) -> TokenStream {
     let duration = |d: std::time::Duration| {
         let (secs, nanos) = (d.as_secs(), d.subsec_nanos());
-        quote!(#krate::__private::Duration::new(#secs, #nanos))
+        quote!(#private::Duration::new(#secs, #nanos))
     };
-    let mut policy =
-        quote!(#krate::__private::Policy::new().with_budget(#budget).with_stats(&#stats));
+    let mut policy = quote!(#private::Policy::new().with_budget(#budget).with_stats(&#stats));
     if let Some(d) = args.deadline {
-        let d = duration(d.value);
+        let d = duration(d);
         policy.extend(quote!(.with_deadline(#d)));
     }
     if let Some(n) = args.attempts {
-        let n = n.value;
         policy.extend(quote!(.with_attempts(#n)));
     }
     if let Some(d) = args.base {
@@ -242,24 +227,23 @@ fn policy(args: &Args, krate: &Path, budget: &TokenStream, stats: &Ident) -> Tok
         policy.extend(quote!(.with_cap(#d)));
     }
     if let Some(m) = args.multiplier {
-        let m = m.value;
         policy.extend(quote!(.with_multiplier(#m)));
     }
-    if let Some(j) = args.jitter {
-        let j = match j.value {
+    if let Some(jitter) = args.jitter {
+        let j = match jitter {
             Jitter::None => quote!(None),
             Jitter::Full => quote!(Full),
             Jitter::Equal => quote!(Equal),
             Jitter::Decorrelated => quote!(Decorrelated),
         };
-        policy.extend(quote!(.with_jitter(#krate::__private::Jitter::#j)));
+        policy.extend(quote!(.with_jitter(#private::Jitter::#j)));
     }
     if let Some(d) = args.attempt_timeout {
         let d = duration(d.value);
         policy.extend(quote!(.with_attempt_timeout(::core::option::Option::Some(#d))));
     }
     if let Some(d) = args.max_retry_after {
-        let d = duration(d.value);
+        let d = duration(d);
         policy.extend(quote!(.with_max_retry_after(#d)));
     }
     if let Some(path) = &args.breaker {
@@ -267,15 +251,14 @@ fn policy(args: &Args, krate: &Path, budget: &TokenStream, stats: &Ident) -> Tok
         policy.extend(quote!(.with_breaker(#breaker)));
     }
     if let Some(n) = args.uncertain_attempts {
-        let n = n.value;
         policy.extend(quote!(.with_uncertain_attempts(#n)));
     }
     if let Some(layers) = args.layers {
-        let nesting = match layers.value {
+        let nesting = match layers {
             Layers::Innermost => quote!(Innermost),
             Layers::Every => quote!(Every),
         };
-        policy.extend(quote!(.with_nesting(#krate::__private::Nesting::#nesting)));
+        policy.extend(quote!(.with_nesting(#private::Nesting::#nesting)));
     }
     policy
 }
@@ -284,19 +267,19 @@ fn policy(args: &Args, krate: &Path, budget: &TokenStream, stats: &Ident) -> Tok
 /// the `on` value, or at the return type. A function `decide` takes as a pointer: the
 /// runtime's own for `transient` and `unsent` (one copy per error type in the build,
 /// not one per function), a closure around a predicate.
-fn classifier(args: &Args, plan: &RetryFn, krate: &Path) -> TokenStream {
+fn classifier(args: &Args, output: &Type, private: &TokenStream) -> TokenStream {
     let (classifier, span) = match &args.on {
-        None => (quote!(by_classify), plan.output.span()),
-        Some(On::Transient(span)) => (quote!(by_classify), *span),
-        Some(On::Unsent(span)) => (quote!(by_unsent), *span),
+        None => (quote!(#private::by_classify), output.span()),
+        Some(On::Transient(span)) => (quote!(#private::by_classify), *span),
+        Some(On::Unsent(span)) => (quote!(#private::by_unsent), *span),
         // The error first, so that a predicate of the wrong type is reported against
         // the function's error type.
-        Some(On::Predicate(path)) => {
-            let call = quote!(by_predicate(error, &#path));
-            return locate(quote!(|error| #krate::__private::#call), path.span());
-        }
+        Some(On::Predicate(path)) => (
+            quote!(|error| #private::by_predicate(error, &#path)),
+            path.span(),
+        ),
     };
-    locate(quote!(#krate::__private::#classifier), span)
+    locate(classifier, span)
 }
 
 // Input:
@@ -305,24 +288,31 @@ fn classifier(args: &Args, plan: &RetryFn, krate: &Path) -> TokenStream {
 //     #[idempotent]
 //     async fn fetch(client: &Client, id: u64) -> Result<User, ApiError> { body }
 //
-// Output:
+// Output (paths are `::persevere::__private::...`):
 //
 //     #[idempotent]
 //     async fn fetch(client: &Client, id: u64) -> Result<User, ApiError> {
 //         static BUDGET: RetryBudget = RetryBudget::new();
-//         static POLICY: Policy =
-//             Policy::new().with_budget(&BUDGET).with_stats(&STATS)
-//                 .with_deadline(Duration::new(5, 0));
-//         static STATS: RetryStats = RetryStats::new("crate::fetch");
+//         static STATS: RetryStats = RetryStats::new(concat!(module_path!(), "::fetch"));
+//         static POLICY: Policy = Policy::new().with_budget(&BUDGET).with_stats(&STATS)
+//             .with_deadline(Duration::new(5, 0));
 //         let mut call = Retry::<TokioClock>::start_lazily(&POLICY);
 //         loop {
 //             let attempt = {
 //                 let id = fresh(&id);
-//                 let attempt: Attempt<Result<User, ApiError>> =
-//                     attempt(&mut call, async { body }).await;
+//                 let attempt: Attempt<Result<User, ApiError>> = attempt(&mut call, async {
+//                     if false { let fake: Result<User, ApiError> = loop {}; return fake; }
+//                     body
+//                 })
+//                 .await;
 //                 attempt
 //             };
-//             match decide(&mut call, &attempt, by_classify, show) {
+//             match decide(
+//                 &mut call,
+//                 &attempt,
+//                 by_classify,
+//                 (&&&Describe::of(&attempt)).show(),
+//             ) {
 //                 Some(wait) => {
 //                     sleep(wait).await;
 //                     if !resume(&mut call) {
@@ -334,12 +324,17 @@ fn classifier(args: &Args, plan: &RetryFn, krate: &Path) -> TokenStream {
 //         }
 //     }
 //
-// A plain `fn` starts with `Retry::<SystemClock>::start`, runs
+// `budget = NAME` replaces `BUDGET` by `NAME`; `key = k` adds `idempotency_key(&k);`
+// before the loop; `breaker = NAME` begins each attempt with `admit`, returning its
+// error while the breaker is open; `attempt_timeout` runs the attempt through
+// `attempt_within`; `before_wait = hook` calls `hook(&before_wait(&call, &attempt, wait))`
+// before the sleep. A plain `fn` starts with `Retry::<SystemClock>::start`, runs
 // `attempt_blocking(&mut call, || -> Result<User, ApiError> { body })` per attempt and
-// sleeps the thread. Internal names are `Span::mixed_site()`, invisible to `body`.
+// sleeps the thread with `block(wait)`. Internal names are `Span::mixed_site()`,
+// invisible to `body`.
 fn generate(
     args: &Args,
-    krate: &Path,
+    private: &TokenStream,
     plan: RetryFn,
     body: Group,
     key_check: TokenStream,
@@ -353,7 +348,6 @@ fn generate(
     let outcome = hidden("__persevere_outcome");
     let fake = hidden("__persevere_fake_return");
 
-    let private = quote!(#krate::__private);
     // Without `budget = NAME`, the function gets a budget of its own.
     let (budget_static, budget) = match &args.budget {
         Some(path) => (quote!(), quote_spanned!(path.span()=> &#path)),
@@ -368,8 +362,8 @@ fn generate(
             ::core::concat!(::core::module_path!(), "::", ::core::stringify!(#function)),
         );
     };
-    let policy = policy(args, krate, &budget, &stats_name);
-    let classify = classifier(args, &plan, krate);
+    let policy = policy(args, private, &budget, &stats_name);
+    let classify = classifier(args, &plan.output, private);
     let RetryFn {
         item,
         output,

@@ -4,10 +4,10 @@
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned};
 use syn::spanned::Spanned;
-use syn::{FnArg, Ident, ItemFn, Pat, PatIdent, Path, ReturnType, Type};
+use syn::{FnArg, Ident, ItemFn, Pat, PatIdent, ReturnType, Type};
 
 use crate::args::push;
-use crate::expand::private_at;
+use crate::expand::locate;
 
 /// A function `#[retry]` can wrap, with the per-attempt rebinding of its arguments.
 pub struct RetryFn {
@@ -24,7 +24,12 @@ pub struct RetryFn {
 
 /// Checks that `item` is a function `#[retry]` can repeat and plans its expansion.
 /// Every problem is added to `errors`; `None` if the function cannot be wrapped.
-pub fn analyse(item: &ItemFn, krate: &Path, errors: &mut Option<syn::Error>) -> Option<RetryFn> {
+/// `private` is the runtime's `__private` module.
+pub fn analyse(
+    item: &ItemFn,
+    private: &TokenStream,
+    errors: &mut Option<syn::Error>,
+) -> Option<RetryFn> {
     let mut item = item.clone();
     let sig = &mut item.sig;
     let mut ok = true;
@@ -51,7 +56,6 @@ pub fn analyse(item: &ItemFn, krate: &Path, errors: &mut Option<syn::Error>) -> 
                     ),
                 ),
             );
-            ok = false;
             None
         }
     };
@@ -72,6 +76,13 @@ pub fn analyse(item: &ItemFn, krate: &Path, errors: &mut Option<syn::Error>) -> 
                 }
             }
             FnArg::Typed(arg) => {
+                // `fresh(&name)`, a copy of the argument for one attempt; the call is at
+                // the parameter, where a type that is not `Clone` is reported.
+                let span = arg.span();
+                let fresh = |name: &Ident| {
+                    let private = locate(private.clone(), span);
+                    quote_spanned! {span=> #private::fresh(&#name)}
+                };
                 let ty = (*arg.ty).clone();
                 let simple = simple_name(&arg.pat);
                 if let Some(ident) = &simple {
@@ -88,20 +99,14 @@ pub fn analyse(item: &ItemFn, krate: &Path, errors: &mut Option<syn::Error>) -> 
                     (Type::Reference(_), None) => {}
                     (_, _) if matches!(*arg.pat, Pat::Wild(_)) => {}
                     (_, Some(ident)) => {
-                        let mutability = match &*arg.pat {
-                            Pat::Ident(p) => p.mutability,
-                            _ => None,
-                        };
-                        let private = private_at(krate, arg.span());
-                        let fresh = quote_spanned! {arg.span()=>
-                            #private::fresh(&#ident)
-                        };
-                        rebinds.push(quote! { let #mutability #ident = #fresh; });
                         // The signature's binding need not be `mut`: each attempt gets
                         // its own, mutable where the user asked for it.
-                        if let Pat::Ident(p) = &mut *arg.pat {
-                            p.mutability = None;
-                        }
+                        let mutability = match &mut *arg.pat {
+                            Pat::Ident(p) => p.mutability.take(),
+                            _ => None,
+                        };
+                        let copy = fresh(&ident);
+                        rebinds.push(quote! { let #mutability #ident = #copy; });
                     }
                     (_, None) => {
                         // A destructuring pattern: the argument gets a hidden name and
@@ -109,11 +114,8 @@ pub fn analyse(item: &ItemFn, krate: &Path, errors: &mut Option<syn::Error>) -> 
                         let hidden =
                             format_ident!("__persevere_arg{}", index, span = Span::mixed_site());
                         let pat = (*arg.pat).clone();
-                        let private = private_at(krate, arg.span());
-                        let fresh = quote_spanned! {arg.span()=>
-                            #private::fresh(&#hidden)
-                        };
-                        rebinds.push(quote! { let #pat: #ty = #fresh; });
+                        let copy = fresh(&hidden);
+                        rebinds.push(quote! { let #pat: #ty = #copy; });
                         *arg.pat = Pat::Ident(PatIdent {
                             attrs: Vec::new(),
                             by_ref: None,

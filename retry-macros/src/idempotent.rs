@@ -4,7 +4,7 @@ use proc_macro2::TokenStream;
 use quote::quote;
 use syn::{ItemFn, Meta, parse_quote};
 
-use crate::item::LightFn;
+use crate::item::{LightFn, is_attr};
 
 // Input:
 //
@@ -46,12 +46,7 @@ pub fn idempotent(args: TokenStream, item: TokenStream) -> TokenStream {
         return quote! { #error #item };
     };
     for attr in &mut function.attrs {
-        let is_retry = attr
-            .path()
-            .segments
-            .last()
-            .is_some_and(|s| s.ident == "retry");
-        if !is_retry {
+        if !is_attr(attr, "retry") {
             continue;
         }
         attr.meta = match &attr.meta {

@@ -41,3 +41,9 @@ impl Parse for LightFn {
         Ok(Self { item, body })
     }
 }
+
+/// Whether `attr` is `#[name]` however its path is written: `#[retry]`,
+/// `#[persevere::retry]`.
+pub fn is_attr(attr: &Attribute, name: &str) -> bool {
+    attr.path().segments.last().is_some_and(|s| s.ident == name)
+}
