@@ -482,6 +482,34 @@ async fn predicate_decides() {
     assert_eq!(probe.elapsed(), Duration::ZERO);
 }
 
+/// A predicate whose name is the one the generated classifier gives its parameter.
+fn error(error: &Unclassified) -> bool {
+    error.retry
+}
+
+#[retry(on = error, base = "100ms", jitter = "none")]
+#[idempotent]
+async fn by_predicate_named_error(probe: &Probe) -> Result<u32, Unclassified> {
+    let attempt = probe.enter();
+    if attempt == 1 {
+        Err(Unclassified {
+            retry: true,
+            attempt,
+        })
+    } else {
+        Ok(attempt)
+    }
+}
+
+// `on = error` names the user's function, not a name of the generated code's.
+// Can fail: it did not compile when the classifier's parameter was not hygienic.
+#[tokio::test(start_paused = true)]
+async fn a_predicate_named_error_is_the_users() {
+    let probe = Probe::new();
+    assert_eq!(by_predicate_named_error(&probe).await, Ok(2));
+    assert_eq!(probe.calls(), 2);
+}
+
 // No `#[idempotent]`: `on = unsent` retries only failures where the request never left.
 #[retry(on = unsent, base = "100ms", jitter = "none")]
 async fn send_once(probe: &Probe, failure: io::ErrorKind) -> io::Result<u32> {

@@ -274,10 +274,14 @@ fn classifier(args: &Args, output: &Type, private: &TokenStream) -> TokenStream 
         Some(On::Unsent(span)) => (quote!(#private::by_unsent), *span),
         // The error first, so that a predicate of the wrong type is reported against
         // the function's error type.
-        Some(On::Predicate(path)) => (
-            quote!(|error| #private::by_predicate(error, &#path)),
-            path.span(),
-        ),
+        Some(On::Predicate(path)) => {
+            // Hygienic, so that a predicate the user named `error` is theirs, not this.
+            let error = Ident::new("error", Span::mixed_site());
+            (
+                quote!(|#error| #private::by_predicate(#error, &#path)),
+                path.span(),
+            )
+        }
     };
     locate(classifier, span)
 }
