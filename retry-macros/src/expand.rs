@@ -205,12 +205,18 @@ fn check_key(
     }
 }
 
-fn policy(args: &Args, private: &TokenStream, budget: &TokenStream, stats: &Ident) -> TokenStream {
+/// The policy's settings as written; with `budget = NAME`, its budget too (else the
+/// function's [`Site`] gives it one of its own).
+fn policy(args: &Args, private: &TokenStream) -> TokenStream {
     let duration = |d: std::time::Duration| {
         let (secs, nanos) = (d.as_secs(), d.subsec_nanos());
         quote!(#private::Duration::new(#secs, #nanos))
     };
-    let mut policy = quote!(#private::Policy::new().with_budget(#budget).with_stats(&#stats));
+    let mut policy = quote!(#private::Policy::new());
+    if let Some(path) = &args.budget {
+        let budget = quote_spanned!(path.span()=> &#path);
+        policy.extend(quote!(.with_budget(#budget)));
+    }
     if let Some(d) = args.deadline {
         let d = duration(d);
         policy.extend(quote!(.with_deadline(#d)));
@@ -344,41 +350,98 @@ fn generate(
     key_check: TokenStream,
 ) -> TokenStream {
     let hidden = |name: &str| Ident::new(name, Span::mixed_site());
-    let policy_name = hidden("__PERSEVERE_POLICY");
-    let budget_name = hidden("__PERSEVERE_BUDGET");
-    let stats_name = hidden("__PERSEVERE_STATS");
+    let site = hidden("__PERSEVERE_SITE");
     let call = hidden("__persevere_call");
     let wait = hidden("__persevere_wait");
     let outcome = hidden("__persevere_outcome");
     let fake = hidden("__persevere_fake_return");
 
-    // Without `budget = NAME`, the function gets a budget of its own.
-    let (budget_static, budget) = match &args.budget {
-        Some(path) => (quote!(), quote_spanned!(path.span()=> &#path)),
-        None => (
-            quote!(static #budget_name: #private::RetryBudget = #private::RetryBudget::new();),
-            quote!(&#budget_name),
-        ),
-    };
+    // The function's statics: its policy, with a budget of its own unless it names one.
     let function = &plan.item.sig.ident;
-    let stats_static = quote! {
-        static #stats_name: #private::RetryStats = #private::RetryStats::new(
-            ::core::concat!(::core::module_path!(), "::", ::core::stringify!(#function)),
-        );
+    let site_static = {
+        let constructor = match &args.budget {
+            Some(_) => quote!(sharing_budget),
+            None => quote!(new),
+        };
+        let policy = policy(args, private);
+        quote! {
+            static #site: #private::Site = #private::Site::#constructor(
+                &#site,
+                ::core::concat!(::core::module_path!(), "::", ::core::stringify!(#function)),
+                #policy,
+            );
+        }
     };
-    let policy = policy(args, private, &budget, &stats_name);
     let classify = classifier(args, &plan.output, private);
     let RetryFn {
         item,
         output,
         rebinds,
+        exclusive,
         ..
     } = plan;
     let ItemFn {
-        attrs, vis, sig, ..
+        mut attrs,
+        vis,
+        sig,
+        ..
     } = item;
+    // `#[idempotent]` below `#[retry]` has done its work (it was read above): dropped,
+    // it does not expand the generated function a second time for nothing, and a `use`
+    // of its path keeps the import of it used.
+    let mut marks = TokenStream::new();
+    attrs.retain(|attr| {
+        let read = is_attr(attr, "idempotent") && matches!(attr.meta, syn::Meta::Path(_));
+        if read {
+            let path = attr.path();
+            marks.extend(quote!(#[allow(unused_imports)] use #path as _;));
+        }
+        !read
+    });
+    let key_check = quote!(#marks #key_check);
     let stmts = body.stream();
     let is_async = sig.asyncness.is_some();
+    // An attempt of an async function. The fake return edge gives the async block the
+    // function's return type before its body is checked, so `?` and `return` in the body
+    // infer as they would in the function itself.
+    let future = |capture: TokenStream| {
+        quote! {
+        async #capture {
+            #[allow(
+                unreachable_code,
+                clippy::diverging_sub_expression,
+                clippy::empty_loop,
+                clippy::let_unit_value,
+                clippy::needless_return
+            )]
+            if false {
+                let #fake: #output = loop {};
+                return #fake;
+            }
+            #stmts
+        }
+        }
+    };
+    if is_async
+        && !exclusive
+        && args.attempt_timeout.is_none()
+        && args.breaker.is_none()
+        && args.before_wait.is_none()
+    {
+        return one_future(
+            private,
+            attrs,
+            vis,
+            sig,
+            &output,
+            &site_static,
+            &site,
+            &key_check,
+            &classify,
+            &rebinds,
+            &future(quote!(move)),
+        );
+    }
     // An async call starts its clock when it first needs it; a blocking one at once.
     let (clock, start) = if is_async {
         (quote!(TokioClock), quote!(start_lazily))
@@ -387,25 +450,8 @@ fn generate(
     };
 
     let attempt = if is_async {
-        // The fake return edge gives the async block the function's return type before
-        // its body is checked, so `?` and `return` in the body infer as they would in
-        // the function itself.
-        let future = quote! {
-            async {
-                #[allow(
-                    unreachable_code,
-                    clippy::diverging_sub_expression,
-                    clippy::empty_loop,
-                    clippy::let_unit_value,
-                    clippy::needless_return
-                )]
-                if false {
-                    let #fake: #output = loop {};
-                    return #fake;
-                }
-                #stmts
-            }
-        };
+        // Not `move`: the attempt borrows the arguments of the function it runs in.
+        let future = future(quote!());
         let run = match args.attempt_timeout {
             // Wholly at the literal: a missing `From<AttemptTimedOut>` is reported there.
             Some(timeout) => {
@@ -475,11 +521,9 @@ fn generate(
     quote! {
         #(#attrs)*
         #vis #sig {
-            #budget_static
-            #stats_static
-            static #policy_name: #private::Policy = #policy;
+            #site_static
             #key_check
-            let mut #call = #private::Retry::<#private::#clock>::#start(&#policy_name);
+            let mut #call = #private::Retry::<#private::#clock>::#start(&#site.policy);
             loop {
                 // The arguments' copies live only as long as the attempt; the outcome is
                 // kept through the wait, to be returned if the deadline passes during it.
@@ -500,6 +544,87 @@ fn generate(
                     ::core::option::Option::None => return #outcome.outcome,
                 }
             }
+        }
+    }
+}
+
+/// An `async fn` as a function returning one future, [`Retrying`], which makes each
+/// attempt with a closure over the arguments: the function is then one state machine
+/// (its body's) instead of two, half the work for the compiler, and the happy path runs
+/// no state machine of the attribute's own. A function that takes an `&mut` cannot have
+/// its attempts made by a closure (each would borrow from the closure), nor can one with
+/// an attempt timeout, a breaker or a `before_wait` hook, which the loop in the
+/// function's own body handles; those keep the `async fn`.
+///
+/// ```text
+/// fn fetch(client: &Client, id: u64) -> impl Future<Output = Result<User, ApiError>> {
+///     static SITE: Site = Site::new(&SITE, concat!(module_path!(), "::fetch"), Policy::new());
+///     retrying(
+///         &SITE.policy,
+///         move || {
+///             let id = fresh(&id);
+///             async move { body }
+///         },
+///         by_classify,
+///         (&&&Describe::<Result<User, ApiError>>::new()).show(),
+///     )
+/// }
+/// ```
+#[allow(clippy::too_many_arguments)]
+fn one_future(
+    private: &TokenStream,
+    attrs: Vec<syn::Attribute>,
+    vis: syn::Visibility,
+    mut sig: syn::Signature,
+    output: &Type,
+    site_static: &TokenStream,
+    site: &Ident,
+    key_check: &TokenStream,
+    classify: &TokenStream,
+    rebinds: &[TokenStream],
+    future: &TokenStream,
+) -> TokenStream {
+    sig.asyncness = None;
+    // `impl` from this crate, of edition 2024, captures every lifetime of the
+    // arguments whatever the edition of the caller's crate.
+    // At the return type, where an error about it is reported.
+    sig.output = syn::parse2(locate(
+        quote!(-> impl ::core::future::Future<Output = #output>),
+        output.span(),
+    ))
+    .expect("a return type");
+    let retrying = locate(quote!(#private::retrying), output.span());
+    let show = locate(
+        quote! {
+            {
+                #[allow(unused_imports)]
+                use #private::{ShowDebug as _, ShowDisplay as _, ShowOpaque as _};
+                (&&&#private::Describe::<#output>::new()).show()
+            }
+        },
+        output.span(),
+    );
+    // The call is located at the return type, so that one that is not a `Result` is
+    // reported there; the arguments keep their own locations.
+    let mut arguments = Group::new(
+        Delimiter::Parenthesis,
+        quote! {
+            &#site.policy,
+            move || {
+                #(#rebinds)*
+                #future
+            },
+            #classify,
+            #show,
+        },
+    );
+    arguments.set_span(Span::call_site().located_at(output.span()));
+    quote! {
+        #(#attrs)*
+        #vis #sig {
+            #site_static
+            #key_check
+            #retrying #arguments
         }
     }
 }

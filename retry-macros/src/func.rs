@@ -20,6 +20,10 @@ pub struct RetryFn {
     pub rebinds: Vec<TokenStream>,
     /// The parameters bound to a plain name, with their types, for `key = name`.
     pub named: Vec<(Ident, Type)>,
+    /// Whether the function takes an `&mut` (the receiver or a parameter): each attempt
+    /// must then borrow it from the call, which only an attempt inside the function's
+    /// own body can do.
+    pub exclusive: bool,
 }
 
 /// Checks that `item` is a function `#[retry]` can repeat and plans its expansion.
@@ -61,9 +65,11 @@ pub fn analyse(
     };
     let mut rebinds = Vec::new();
     let mut named = Vec::new();
+    let mut exclusive = false;
     for (index, input) in sig.inputs.iter_mut().enumerate() {
         match input {
             FnArg::Receiver(receiver) => {
+                exclusive |= matches!(&*receiver.ty, Type::Reference(r) if r.mutability.is_some());
                 if !matches!(*receiver.ty, Type::Reference(_)) {
                     push(
                         errors,
@@ -84,6 +90,7 @@ pub fn analyse(
                     quote_spanned! {span=> #private::fresh(&#name)}
                 };
                 let ty = (*arg.ty).clone();
+                exclusive |= matches!(&ty, Type::Reference(r) if r.mutability.is_some());
                 let simple = simple_name(&arg.pat);
                 if let Some(ident) = &simple {
                     named.push((ident.clone(), ty.clone()));
@@ -134,6 +141,7 @@ pub fn analyse(
         output,
         rebinds,
         named,
+        exclusive,
     })
 }
 

@@ -129,6 +129,30 @@ impl<'p, C: Clock> Retry<'p, C> {
         Self::new(RetryState::unstarted(policy))
     }
 
+    /// A call under `policy` that has not begun: [`Retry::begin`] begins it, at the
+    /// first poll of its future, where it learns which layer encloses it.
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    pub(crate) fn unpolled(policy: &'p Policy) -> Self {
+        Self {
+            state: RetryState::unstarted(policy),
+            span: Default::default(),
+            clock: PhantomData,
+        }
+    }
+
+    /// Begins a call made by [`Retry::unpolled`], as [`Retry::start_lazily`] would.
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    pub(crate) fn begin(&mut self) {
+        let policy = self.state.policy();
+        if policy.attempt_timeout().is_some() || layer::has_enclosing_deadline() {
+            *self = Self::start(policy);
+        } else if let Some(stats) = policy.stats() {
+            stats.register();
+        }
+    }
+
     #[cfg_attr(debug_assertions, inline)]
     #[cfg_attr(not(debug_assertions), inline(always))]
     fn new(state: RetryState<'p>) -> Self {
@@ -303,7 +327,11 @@ impl<'p, C: Clock> Retry<'p, C> {
                 self.after_success();
                 None
             }
-            Err(error) => self.after_failure(classify(error), false, &show_debug(error)),
+            Err(error) => self.after_failure(
+                classify(error),
+                false,
+                &ms::ShowError::shown(&ms::ViaDebug, error),
+            ),
         }
     }
 
@@ -459,11 +487,6 @@ fn telemetry_wanted(_span: &CallSpan) -> bool {
     false
 }
 
-/// Shows an error through its `Debug`, for the runtime-only functions.
-fn show_debug<E: fmt::Debug>(error: &E) -> ms::Shown<'_> {
-    ms::Shown::Debug(error)
-}
-
 impl<C: Clock> Drop for Retry<'_, C> {
     /// A call dropped mid-attempt (cancelled) gives its breaker permit back.
     #[cfg_attr(debug_assertions, inline)]
@@ -520,7 +543,7 @@ where
         } else {
             ms::attempt(&mut call, op()).await
         };
-        match ms::decide(&mut call, &attempt, ms::by_classify, show_debug) {
+        match ms::decide(&mut call, &attempt, ms::by_classify, ms::ViaDebug) {
             None => return attempt.outcome,
             Some(wait) => {
                 ms::sleep(wait).await;
@@ -559,7 +582,7 @@ where
     loop {
         call.admit()?;
         let attempt = ms::attempt_blocking(&mut call, &mut op);
-        match ms::decide(&mut call, &attempt, ms::by_classify, show_debug) {
+        match ms::decide(&mut call, &attempt, ms::by_classify, ms::ViaDebug) {
             None => return attempt.outcome,
             Some(wait) => {
                 ms::block(wait);

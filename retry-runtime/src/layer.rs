@@ -155,7 +155,7 @@ impl Frame {
     const REACH: i64 = (1 << 60) - 1;
 
     /// The frame outside any layer: no deadline.
-    const OUTSIDE: Self = Self(Self::STARTED | Self::NO_DEADLINE);
+    pub(crate) const OUTSIDE: Self = Self(Self::STARTED | Self::NO_DEADLINE);
 
     /// `instant` in the 61 bits of a started frame.
     #[cfg_attr(debug_assertions, inline)]

@@ -70,7 +70,7 @@ pub fn decide<R: Outcome, C: Clock>(
     call: &mut Retry<'_, C>,
     attempt: &Attempt<R>,
     classify: fn(&R::Err) -> Class,
-    show: Show<R::Err>,
+    show: impl ShowError<R::Err>,
 ) -> Option<Duration> {
     let Some(error) = attempt.outcome.failure() else {
         call.after_success();
@@ -83,7 +83,7 @@ pub fn decide<R: Outcome, C: Clock>(
     } else {
         classify(error)
     };
-    call.after_failure(class, attempt.retried_inside, &show(error))
+    call.after_failure(class, attempt.retried_inside, &show.shown(error))
 }
 
 /// An error as the events show it: through `Display` if it has one, else `Debug`, else
@@ -108,56 +108,98 @@ impl fmt::Display for Shown<'_> {
     }
 }
 
-/// A function that shows an error of type `T`.
-pub type Show<T> = for<'e> fn(&'e T) -> Shown<'e>;
+/// How the events show the errors of type `E`: chosen in the generated code by
+/// [`Describe`], and zero-sized, so that a retried future does not carry it.
+pub trait ShowError<E>: Copy {
+    /// `error` as the events show it.
+    fn shown<'e>(&self, error: &'e E) -> Shown<'e>;
+}
 
-/// Picks how to show the errors of an attempt's outcome by autoref:
-/// `(&&&Describe::of(&attempt)).show()` resolves to the first of [`ShowDisplay`],
-/// [`ShowDebug`], [`ShowOpaque`] whose bound the error type meets, and gives a function
-/// of the runtime's, one per error type in the build rather than one per function.
-pub struct Describe<T: ?Sized>(PhantomData<fn(&T)>);
+/// Shows an error through its `Display`.
+#[derive(Clone, Copy, Debug)]
+pub struct ViaDisplay;
 
-impl<T: ?Sized> Describe<T> {
-    /// The describer of the errors of `attempt`'s outcome.
-    pub fn of<R: Outcome<Err = T>>(attempt: &Attempt<R>) -> Self {
+/// Shows an error through its `Debug`.
+#[derive(Clone, Copy, Debug)]
+pub struct ViaDebug;
+
+/// Shows an error by its type's name.
+#[derive(Clone, Copy, Debug)]
+pub struct ViaName;
+
+impl<E: fmt::Display> ShowError<E> for ViaDisplay {
+    fn shown<'e>(&self, error: &'e E) -> Shown<'e> {
+        Shown::Display(error)
+    }
+}
+
+impl<E: fmt::Debug> ShowError<E> for ViaDebug {
+    fn shown<'e>(&self, error: &'e E) -> Shown<'e> {
+        Shown::Debug(error)
+    }
+}
+
+impl<E> ShowError<E> for ViaName {
+    fn shown<'e>(&self, _: &'e E) -> Shown<'e> {
+        Shown::Opaque(std::any::type_name::<E>())
+    }
+}
+
+/// Picks how to show the errors of an outcome of type `R` by autoref:
+/// `(&&&Describe::<R>::new()).show()` resolves to the first of [`ShowDisplay`],
+/// [`ShowDebug`], [`ShowOpaque`] whose bound `R`'s error type meets. Any `R` has one,
+/// so a return type that is not a `Result` is reported once, where it is required to be.
+pub struct Describe<R: ?Sized>(PhantomData<fn(&R)>);
+
+impl<R: ?Sized> Describe<R> {
+    /// The describer of outcomes of type `R`.
+    #[allow(clippy::new_without_default)]
+    pub const fn new() -> Self {
+        Self(PhantomData)
+    }
+}
+
+impl<R> Describe<R> {
+    /// The describer of `attempt`'s outcome.
+    pub fn of(attempt: &Attempt<R>) -> Self {
         let _ = attempt;
         Self(PhantomData)
     }
 }
 
 /// Shows an error through its `Display`.
-pub trait ShowDisplay<T: ?Sized> {
-    /// The function that shows it.
-    fn show(&self) -> Show<T>;
+pub trait ShowDisplay {
+    /// How to show it.
+    fn show(&self) -> ViaDisplay;
 }
 
-impl<T: fmt::Display> ShowDisplay<T> for &&Describe<T> {
-    fn show(&self) -> Show<T> {
-        |error| Shown::Display(error)
+impl<T, E: fmt::Display> ShowDisplay for &&Describe<Result<T, E>> {
+    fn show(&self) -> ViaDisplay {
+        ViaDisplay
     }
 }
 
 /// Shows an error through its `Debug`.
-pub trait ShowDebug<T: ?Sized> {
-    /// The function that shows it.
-    fn show(&self) -> Show<T>;
+pub trait ShowDebug {
+    /// How to show it.
+    fn show(&self) -> ViaDebug;
 }
 
-impl<T: fmt::Debug> ShowDebug<T> for &Describe<T> {
-    fn show(&self) -> Show<T> {
-        |error| Shown::Debug(error)
+impl<T, E: fmt::Debug> ShowDebug for &Describe<Result<T, E>> {
+    fn show(&self) -> ViaDebug {
+        ViaDebug
     }
 }
 
 /// Shows an error by its type's name.
-pub trait ShowOpaque<T: ?Sized> {
-    /// The function that shows it.
-    fn show(&self) -> Show<T>;
+pub trait ShowOpaque {
+    /// How to show it.
+    fn show(&self) -> ViaName;
 }
 
-impl<T> ShowOpaque<T> for Describe<T> {
-    fn show(&self) -> Show<T> {
-        |_| Shown::Opaque(std::any::type_name::<T>())
+impl<R> ShowOpaque for Describe<R> {
+    fn show(&self) -> ViaName {
+        ViaName
     }
 }
 
@@ -507,4 +549,178 @@ impl RetryAfterField for Option<Duration> {
 #[inline]
 pub fn retry_after_field<F: RetryAfterField + ?Sized>(field: &F) -> Option<Duration> {
     field.wait()
+}
+
+/// The statics of one retried function, in one item: its policy, and the budget and
+/// statistics the policy points at. One static per function rather than three: each
+/// static is an item the compiler checks, evaluates and emits on its own.
+pub struct Site {
+    /// The function's policy, pointing at the budget and statistics beside it (or at a
+    /// shared budget).
+    pub policy: Policy,
+    budget: RetryBudget,
+    stats: RetryStats,
+}
+
+impl Site {
+    /// The statics of the function `name` under `policy`, with a budget of its own;
+    /// `this` is the static being defined, which the policy points into.
+    pub const fn new(this: &'static Site, name: &'static str, policy: Policy) -> Self {
+        Self {
+            policy: policy.with_budget(&this.budget).with_stats(&this.stats),
+            budget: RetryBudget::new(),
+            stats: RetryStats::new(name),
+        }
+    }
+
+    /// The statics of the function `name` under `policy`, whose budget (named by
+    /// `budget = ...`) is shared with other functions.
+    pub const fn sharing_budget(this: &'static Site, name: &'static str, policy: Policy) -> Self {
+        Self {
+            policy: policy.with_stats(&this.stats),
+            budget: RetryBudget::new(),
+            stats: RetryStats::new(name),
+        }
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// Where a [`Retrying`] call is.
+    #[project = StageProj]
+    #[project_replace = StageOwned]
+    enum Stage<G, R> {
+        // Not polled yet: the first attempt is made at the first poll, where the call
+        // learns which layer encloses it.
+        Unpolled,
+        Attempt {
+            #[pin]
+            future: G,
+        },
+        // The failure is kept through the wait, to be returned if the deadline passes.
+        Waiting {
+            #[pin]
+            pause: Pause,
+            outcome: R,
+        },
+        Done,
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// An async function under `#[retry]`, as one future: `make` makes each attempt
+    /// (a copy of the function's body, with fresh copies of its arguments), and this
+    /// future runs them under the call's policy, its layer's frame installed around each
+    /// poll of an attempt.
+    ///
+    /// The generated function returns this future rather than being an `async fn` that
+    /// awaits its body: a function is then one state machine (its body's), not two, which
+    /// halves what the compiler builds for it; and the happy path runs no state machine
+    /// of the attribute's own.
+    struct Retrying<'p, M, G: Future<Output: Outcome>, S> {
+        #[pin]
+        stage: Stage<G, G::Output>,
+        call: Retry<'p, TokioClock>,
+        frame: Frame,
+        make: M,
+        classify: fn(&<G::Output as Outcome>::Err) -> Class,
+        show: S,
+    }
+}
+
+/// Runs an async function under `policy`: `make` makes each attempt's future, `classify`
+/// says what a failure means, `show` how the events show it.
+///
+/// The future is returned as `impl Future`, and the classifier as a function pointer
+/// rather than a function's own type: the generated function's return type is then
+/// checked against this signature alone, and a bound the function does not meet (an
+/// error type without `Classify`) is reported once, at the call, not again at the
+/// function.
+#[inline]
+pub fn retrying<M, G, S>(
+    policy: &Policy,
+    make: M,
+    classify: fn(&<G::Output as Outcome>::Err) -> Class,
+    show: S,
+) -> impl Future<Output = G::Output>
+where
+    M: FnMut() -> G,
+    G: Future<Output: Outcome>,
+    S: ShowError<<G::Output as Outcome>::Err>,
+{
+    Retrying {
+        stage: Stage::Unpolled,
+        call: Retry::unpolled(policy),
+        frame: Frame::OUTSIDE,
+        make,
+        classify,
+        show,
+    }
+}
+
+impl<M, G, S> Future for Retrying<'_, M, G, S>
+where
+    M: FnMut() -> G,
+    G: Future<Output: Outcome>,
+    S: ShowError<<G::Output as Outcome>::Err>,
+{
+    type Output = G::Output;
+
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<G::Output> {
+        let mut this = self.project();
+        loop {
+            match this.stage.as_mut().project() {
+                StageProj::Unpolled => {
+                    this.call.begin();
+                    *this.frame = this.call.frame();
+                    let future = (this.make)();
+                    this.stage.set(Stage::Attempt { future });
+                }
+                StageProj::Attempt { future } => {
+                    let (poll, frame) = {
+                        let scope = this.call.enter_attempt(*this.frame);
+                        let poll = future.poll(cx);
+                        (poll, scope.leave())
+                    };
+                    let retried_inside = this.call.after_poll(this.frame, frame, poll.is_ready());
+                    let Poll::Ready(outcome) = poll else {
+                        return Poll::Pending;
+                    };
+                    let Some(error) = outcome.failure() else {
+                        this.call.after_success();
+                        this.stage.set(Stage::Done);
+                        return Poll::Ready(outcome);
+                    };
+                    let class = (this.classify)(error);
+                    let shown = this.show.shown(error);
+                    match this.call.after_failure(class, retried_inside, &shown) {
+                        Some(wait) => this.stage.set(Stage::Waiting {
+                            pause: sleep(wait),
+                            outcome,
+                        }),
+                        None => {
+                            this.stage.set(Stage::Done);
+                            return Poll::Ready(outcome);
+                        }
+                    }
+                }
+                StageProj::Waiting { pause, .. } => {
+                    std::task::ready!(pause.poll(cx));
+                    if this.call.resume() {
+                        *this.frame = this.call.frame();
+                        let future = (this.make)();
+                        this.stage.set(Stage::Attempt { future });
+                    } else {
+                        // The deadline passed while waiting: the last failure stands.
+                        match this.stage.as_mut().project_replace(Stage::Done) {
+                            StageOwned::Waiting { outcome, .. } => return Poll::Ready(outcome),
+                            _ => unreachable!("the stage was just seen to be a wait"),
+                        }
+                    }
+                }
+                StageProj::Done => panic!("a `#[retry]` future was polled after it completed"),
+            }
+        }
+    }
 }

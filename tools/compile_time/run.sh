@@ -7,8 +7,9 @@
 # one with `#[persevere::retry] #[persevere::idempotent]` on every function and one
 # without, the bodies the same. Builds each once (so the dependencies, persevere
 # included, are built and cached), then `touch src/lib.rs` and times `cargo build` of
-# the crate alone RUNS times, and prints the medians and their ratio. Also prints the
-# time of a build with nothing to do (cargo's own fixed cost, included in both).
+# the crate alone RUNS times, alternating the two, and prints the medians and their
+# ratio. Also prints the time of a build with nothing to do (cargo's own fixed cost,
+# included in both).
 #
 # Each timed build is from clean for the crate: incremental compilation is off
 # (CARGO_INCREMENTAL=0), else a touched but unchanged file would be served from the
@@ -48,14 +49,18 @@ for kind in plain retry; do
   cargo build --quiet --profile "$profile" --manifest-path "$work/$kind/Cargo.toml"
 done
 
-declare -A med
-for kind in plain retry; do
-  times=()
-  for _ in $(seq 1 "$runs"); do
-    times+=("$(timed_build "$work/$kind")")
+# The builds alternate, plain then retry, so that a drift in the machine's speed (a
+# shared VM's can move by a third within minutes) weighs on both alike.
+declare -A med times
+for _ in $(seq 1 "$runs"); do
+  for kind in plain retry; do
+    times[$kind]+=" $(timed_build "$work/$kind")"
   done
-  med[$kind]="$(median "${times[@]}")"
-  echo "$kind: ${times[*]} s -> median ${med[$kind]} s"
+done
+for kind in plain retry; do
+  # shellcheck disable=SC2086
+  med[$kind]="$(median ${times[$kind]})"
+  echo "$kind:${times[$kind]} s -> median ${med[$kind]} s"
 done
 
 noop=()
