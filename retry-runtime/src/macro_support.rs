@@ -688,8 +688,9 @@ where
                         return Poll::Pending;
                     };
                     let Some(error) = outcome.failure() else {
+                        // The finished attempt stays in place, dropped with this future:
+                        // polled again, it says it has finished.
                         this.call.after_success();
-                        this.stage.set(Stage::Done);
                         return Poll::Ready(outcome);
                     };
                     let class = (this.classify)(error);
