@@ -129,30 +129,6 @@ impl<'p, C: Clock> Retry<'p, C> {
         Self::new(RetryState::unstarted(policy))
     }
 
-    /// A call under `policy` that has not begun: [`Retry::begin`] begins it, at the
-    /// first poll of its future, where it learns which layer encloses it.
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
-    pub(crate) fn unpolled(policy: &'p Policy) -> Self {
-        Self {
-            state: RetryState::unstarted(policy),
-            span: Default::default(),
-            clock: PhantomData,
-        }
-    }
-
-    /// Begins a call made by [`Retry::unpolled`], as [`Retry::start_lazily`] would.
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
-    pub(crate) fn begin(&mut self) {
-        let policy = self.state.policy();
-        if policy.attempt_timeout().is_some() || layer::has_enclosing_deadline() {
-            *self = Self::start(policy);
-        } else if let Some(stats) = policy.stats() {
-            stats.register();
-        }
-    }
-
     #[cfg_attr(debug_assertions, inline)]
     #[cfg_attr(not(debug_assertions), inline(always))]
     fn new(state: RetryState<'p>) -> Self {
@@ -172,18 +148,33 @@ impl<'p, C: Clock> Retry<'p, C> {
     #[cfg_attr(debug_assertions, inline)]
     #[cfg_attr(not(debug_assertions), inline(always))]
     fn first_try_success(&self) {
-        let policy = self.state.policy();
+        Self::first_try_success_of(self.state.policy());
+    }
+
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    fn first_try_success_of(policy: &Policy) {
         if let Some(slot) = policy.stats().and_then(RetryStats::slot) {
             if batch::add(policy, slot, C::now) {
                 return;
             }
         }
-        self.first_try_success_unbatched();
+        Self::first_try_success_unbatched(policy);
     }
 
+    /// Registers the function's statistics if this is its first call (a call made by
+    /// [`ms::retrying`] that succeeds at once has not), and counts the success in its
+    /// batch if it now has a slot, else at once.
     #[cold]
-    fn first_try_success_unbatched(&self) {
-        let policy = self.state.policy();
+    fn first_try_success_unbatched(policy: &Policy) {
+        if let Some(stats) = policy.stats() {
+            stats.register();
+            if let Some(slot) = stats.slot() {
+                if batch::add(policy, slot, C::now) {
+                    return;
+                }
+            }
+        }
         policy
             .budget()
             .deposit_compact(CompactInstant::new(C::now()));
@@ -227,6 +218,85 @@ impl<'p, C: Clock> Retry<'p, C> {
             #[cfg(not(feature = "tracing"))]
             call: PhantomData,
         }
+    }
+
+    /// At the first poll of a call of [`ms::retrying`], which has no call state yet:
+    /// inside an enclosing deadline, the call begins now, its clock started (as
+    /// [`Retry::start_lazily`] would); otherwise nothing is needed until it fails.
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    pub(crate) fn begin_polled(policy: &'p Policy, call: &mut Option<Self>, frame: &mut Frame) {
+        if call.is_none() && layer::has_enclosing_deadline() {
+            Self::begin_within(policy, call, frame);
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn begin_within(policy: &'p Policy, call: &mut Option<Self>, frame: &mut Frame) {
+        let started = Self::start(policy);
+        *frame = started.frame();
+        *call = Some(started);
+    }
+
+    /// [`Retry::enter_attempt`] for a call that may have no state yet (and then no span).
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    pub(crate) fn enter(call: Option<&Self>, frame: Frame) -> AttemptScope<'_> {
+        #[cfg(not(feature = "tracing"))]
+        let _ = call;
+        let frame = Entered::new(frame);
+        AttemptScope {
+            #[cfg(feature = "tracing")]
+            span: call
+                .and_then(|call| call.span.0.as_deref())
+                .map(tracing::Span::enter),
+            frame,
+            #[cfg(not(feature = "tracing"))]
+            call: PhantomData,
+        }
+    }
+
+    /// After a poll that left the attempt waiting, and its frame as `frame`: the clock
+    /// starts (that time counts), and `slot` keeps the frame for the next poll.
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    pub(crate) fn still_waiting(slot: &mut Frame, mut frame: Frame) {
+        frame.start(C::now);
+        *slot = frame;
+    }
+
+    /// After an attempt that succeeded, which left its frame as `frame`.
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    pub(crate) fn succeeded(policy: &Policy, call: &mut Option<Self>, frame: &Frame) {
+        match call {
+            None => {
+                Self::first_try_success_of(policy);
+                // The metrics count every call; the events, only those that retried.
+                #[cfg(feature = "metrics")]
+                telemetry::succeeded(policy, &CallSpan::default(), 1, || Duration::ZERO);
+            }
+            Some(call) => {
+                call.state.adopt(frame);
+                call.after_success();
+            }
+        }
+    }
+
+    /// After an attempt that failed with a failure of class `class`, which left its
+    /// frame as `frame`; the call's state is made now if it has none. `None` to give
+    /// up, or the wait before the next attempt.
+    pub(crate) fn failed(
+        policy: &'p Policy,
+        call: &mut Option<Self>,
+        frame: &Frame,
+        class: Class,
+        error: &dyn fmt::Display,
+    ) -> Option<Duration> {
+        let call = call.get_or_insert_with(|| Self::new(RetryState::unstarted(policy)));
+        call.state.adopt(frame);
+        call.after_failure(class, frame.inner_failed(), error)
     }
 
     /// After one poll of an attempt, which left the layer's frame as `frame`: if the

@@ -139,7 +139,7 @@ impl CompactDeadline {
 /// offset from the start (up to 73 years; beyond is no deadline), and afterwards an
 /// instant (the deadline, or for a frame without one the start) in signed nanoseconds
 /// from the process-wide origin (36 years either way, saturating).
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Debug)]
 pub(crate) struct Frame(u64);
 
 impl Frame {
@@ -188,7 +188,7 @@ impl Frame {
     /// start not yet read.
     #[cfg_attr(debug_assertions, inline)]
     #[cfg_attr(not(debug_assertions), inline(always))]
-    pub(crate) fn lazy(offset: u64) -> Self {
+    pub(crate) const fn lazy(offset: u64) -> Self {
         if offset > u64::MAX >> Self::SHIFT {
             Self(Self::NO_DEADLINE)
         } else {
@@ -210,6 +210,13 @@ impl Frame {
         }
         let ticks = instant.ticks().saturating_sub(offset).max(1);
         Some(CompactInstant(NonZeroU64::new(ticks).expect("at least 1")))
+    }
+
+    /// Whether the layer's clock has started.
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    pub(crate) fn is_started(&self) -> bool {
+        self.0 & Self::STARTED != 0
     }
 
     /// Whether a failure came out of a nested `#[retry]` call.

@@ -589,9 +589,6 @@ pin_project_lite::pin_project! {
     #[project = StageProj]
     #[project_replace = StageOwned]
     enum Stage<G, R> {
-        // Not polled yet: the first attempt is made at the first poll, where the call
-        // learns which layer encloses it.
-        Unpolled,
         Attempt {
             #[pin]
             future: G,
@@ -608,19 +605,26 @@ pin_project_lite::pin_project! {
 
 pin_project_lite::pin_project! {
     /// An async function under `#[retry]`, as one future: `make` makes each attempt
-    /// (a copy of the function's body, with fresh copies of its arguments), and this
-    /// future runs them under the call's policy, its layer's frame installed around each
-    /// poll of an attempt.
+    /// (the function's body, with fresh copies of its arguments), and this future runs
+    /// them under the call's policy, its layer's frame installed around each poll of an
+    /// attempt.
     ///
     /// The generated function returns this future rather than being an `async fn` that
-    /// awaits its body: a function is then one state machine (its body's), not two, which
-    /// halves what the compiler builds for it; and the happy path runs no state machine
-    /// of the attribute's own.
+    /// awaits its body: a function is then one state machine (its body's), not two,
+    /// which halves what the compiler builds for it.
+    ///
+    /// A call that succeeds at its first attempt has no call state ([`Retry`]) at all:
+    /// its frame (a word) and its policy are all it needs. The state is made when the
+    /// call first fails, or at the first poll inside an enclosing deadline, where the
+    /// call's clock must start at once.
     struct Retrying<'p, M, G: Future<Output: Outcome>, S> {
         #[pin]
         stage: Stage<G, G::Output>,
-        call: Retry<'p, TokioClock>,
+        // The frame of the attempt in flight; until the first poll, the policy's lazy
+        // frame, which has not started.
         frame: Frame,
+        policy: &'p Policy,
+        call: Option<Retry<'p, TokioClock>>,
         make: M,
         classify: fn(&<G::Output as Outcome>::Err) -> Class,
         show: S,
@@ -638,7 +642,7 @@ pin_project_lite::pin_project! {
 #[inline]
 pub fn retrying<M, G, S>(
     policy: &Policy,
-    make: M,
+    mut make: M,
     classify: fn(&<G::Output as Outcome>::Err) -> Class,
     show: S,
 ) -> impl Future<Output = G::Output>
@@ -648,9 +652,10 @@ where
     S: ShowError<<G::Output as Outcome>::Err>,
 {
     Retrying {
-        stage: Stage::Unpolled,
-        call: Retry::unpolled(policy),
-        frame: Frame::OUTSIDE,
+        stage: Stage::Attempt { future: make() },
+        frame: policy.lazy_frame(),
+        policy,
+        call: None,
         make,
         classify,
         show,
@@ -671,45 +676,42 @@ where
         let mut this = self.project();
         loop {
             match this.stage.as_mut().project() {
-                StageProj::Unpolled => {
-                    this.call.begin();
-                    *this.frame = this.call.frame();
-                    let future = (this.make)();
-                    this.stage.set(Stage::Attempt { future });
-                }
                 StageProj::Attempt { future } => {
+                    // At the first poll (the only one whose frame has not started: a
+                    // poll that leaves the attempt waiting starts it).
+                    if !this.frame.is_started() {
+                        Retry::begin_polled(this.policy, this.call, this.frame);
+                    }
                     let (poll, frame) = {
-                        let scope = this.call.enter_attempt(*this.frame);
+                        let scope = Retry::enter(this.call.as_ref(), *this.frame);
                         let poll = future.poll(cx);
                         (poll, scope.leave())
                     };
-                    let retried_inside = this.call.after_poll(this.frame, frame, poll.is_ready());
                     let Poll::Ready(outcome) = poll else {
+                        Retry::<TokioClock>::still_waiting(this.frame, frame);
                         return Poll::Pending;
                     };
                     let Some(error) = outcome.failure() else {
                         // The finished attempt stays in place, dropped with this future:
                         // polled again, it says it has finished.
-                        this.call.after_success();
+                        Retry::succeeded(this.policy, this.call, &frame);
                         return Poll::Ready(outcome);
                     };
                     let class = (this.classify)(error);
                     let shown = this.show.shown(error);
-                    match this.call.after_failure(class, retried_inside, &shown) {
+                    match Retry::failed(this.policy, this.call, &frame, class, &shown) {
                         Some(wait) => this.stage.set(Stage::Waiting {
                             pause: sleep(wait),
                             outcome,
                         }),
-                        None => {
-                            this.stage.set(Stage::Done);
-                            return Poll::Ready(outcome);
-                        }
+                        None => return Poll::Ready(outcome),
                     }
                 }
                 StageProj::Waiting { pause, .. } => {
                     std::task::ready!(pause.poll(cx));
-                    if this.call.resume() {
-                        *this.frame = this.call.frame();
+                    let call = this.call.as_mut().expect("a wait follows a failure");
+                    if call.resume() {
+                        *this.frame = call.frame();
                         let future = (this.make)();
                         this.stage.set(Stage::Attempt { future });
                     } else {

@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use crate::breaker::CircuitBreaker;
 use crate::budget::RetryBudget;
+use crate::layer::Frame;
 use crate::stats::RetryStats;
 
 /// The retry budget of policies that name none: one for the whole process. `#[retry]`
@@ -83,6 +84,9 @@ pub struct Policy {
     deadline: Duration,
     /// `deadline` in nanoseconds, `u64::MAX` if it does not fit (585 years).
     deadline_nanos: u64,
+    /// The frame of a call's first attempt, before its clock starts: made once here,
+    /// not on every call.
+    lazy_frame: Frame,
     attempts: u32,
     base: Duration,
     cap: Duration,
@@ -106,6 +110,7 @@ impl Policy {
     pub const DEFAULT: Policy = Policy {
         deadline: Duration::from_secs(30),
         deadline_nanos: 30_000_000_000,
+        lazy_frame: Frame::lazy(30_000_000_000),
         attempts: 6,
         base: Duration::from_millis(200),
         cap: Duration::from_secs(20),
@@ -142,6 +147,7 @@ impl Policy {
         } else {
             nanos as u64
         };
+        self.lazy_frame = Frame::lazy(self.deadline_nanos);
         self
     }
 
@@ -287,6 +293,12 @@ impl Policy {
     #[inline]
     pub(crate) const fn deadline_nanos(&self) -> u64 {
         self.deadline_nanos
+    }
+
+    /// The frame of a call's first attempt, before its clock starts.
+    #[inline]
+    pub(crate) const fn lazy_frame(&self) -> Frame {
+        self.lazy_frame
     }
 
     /// The backstop on the number of attempts, the first included.
