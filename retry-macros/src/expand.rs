@@ -401,27 +401,6 @@ fn generate(
     let key_check = quote!(#marks #key_check);
     let stmts = body.stream();
     let is_async = sig.asyncness.is_some();
-    // An attempt of an async function. The fake return edge gives the async block the
-    // function's return type before its body is checked, so `?` and `return` in the body
-    // infer as they would in the function itself.
-    let future = |capture: TokenStream| {
-        quote! {
-        async #capture {
-            #[allow(
-                unreachable_code,
-                clippy::diverging_sub_expression,
-                clippy::empty_loop,
-                clippy::let_unit_value,
-                clippy::needless_return
-            )]
-            if false {
-                let #fake: #output = loop {};
-                return #fake;
-            }
-            #stmts
-        }
-        }
-    };
     if is_async
         && !exclusive
         && args.attempt_timeout.is_none()
@@ -439,7 +418,7 @@ fn generate(
             &key_check,
             &classify,
             &rebinds,
-            &future(quote!(move)),
+            &stmts,
         );
     }
     // An async call starts its clock when it first needs it; a blocking one at once.
@@ -450,8 +429,26 @@ fn generate(
     };
 
     let attempt = if is_async {
-        // Not `move`: the attempt borrows the arguments of the function it runs in.
-        let future = future(quote!());
+        // The fake return edge gives the async block the function's return type before
+        // its body is checked, so `?` and `return` in the body infer as they would in the
+        // function itself. Not `move`: the attempt borrows the arguments of the function
+        // it runs in.
+        let future = quote! {
+            async {
+                #[allow(
+                    unreachable_code,
+                    clippy::diverging_sub_expression,
+                    clippy::empty_loop,
+                    clippy::let_unit_value,
+                    clippy::needless_return
+                )]
+                if false {
+                    let #fake: #output = loop {};
+                    return #fake;
+                }
+                #stmts
+            }
+        };
         let run = match args.attempt_timeout {
             // Wholly at the literal: a missing `From<AttemptTimedOut>` is reported there.
             Some(timeout) => {
@@ -559,7 +556,7 @@ fn generate(
 /// ```text
 /// fn fetch(client: &Client, id: u64) -> impl Future<Output = Result<User, ApiError>> {
 ///     static SITE: Site = Site::new(&SITE, concat!(module_path!(), "::fetch"), Policy::new());
-///     retrying(
+///     retrying::<Result<User, ApiError>, _, _, _>(
 ///         &SITE.policy,
 ///         move || {
 ///             let id = fresh(&id);
@@ -582,7 +579,7 @@ fn one_future(
     key_check: &TokenStream,
     classify: &TokenStream,
     rebinds: &[TokenStream],
-    future: &TokenStream,
+    stmts: &TokenStream,
 ) -> TokenStream {
     sig.asyncness = None;
     // `impl` from this crate, of edition 2024, captures every lifetime of the
@@ -593,7 +590,11 @@ fn one_future(
         output.span(),
     ))
     .expect("a return type");
-    let retrying = locate(quote!(#private::retrying), output.span());
+    // Names the return type, which the attempt's `async` block takes as its output type.
+    let retrying = locate(
+        quote!(#private::retrying::<#output, _, _, _>),
+        output.span(),
+    );
     let show = locate(
         quote! {
             {
@@ -612,7 +613,7 @@ fn one_future(
             &#site.policy,
             move || {
                 #(#rebinds)*
-                #future
+                async move { #stmts }
             },
             #classify,
             #show,

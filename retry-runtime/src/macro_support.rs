@@ -639,17 +639,22 @@ pin_project_lite::pin_project! {
 /// checked against this signature alone, and a bound the function does not meet (an
 /// error type without `Classify`) is reported once, at the call, not again at the
 /// function.
+///
+/// The generated code names `R`, the function's return type: the attempt's `async` block
+/// takes its output type from that, so `?` and `return` in the body infer as they would
+/// in the function itself.
 #[inline]
-pub fn retrying<M, G, S>(
+pub fn retrying<R, M, G, S>(
     policy: &Policy,
     mut make: M,
-    classify: fn(&<G::Output as Outcome>::Err) -> Class,
+    classify: fn(&R::Err) -> Class,
     show: S,
-) -> impl Future<Output = G::Output>
+) -> impl Future<Output = R>
 where
+    R: Outcome,
     M: FnMut() -> G,
-    G: Future<Output: Outcome>,
-    S: ShowError<<G::Output as Outcome>::Err>,
+    G: Future<Output = R>,
+    S: ShowError<R::Err>,
 {
     Retrying {
         stage: Stage::Attempt { future: make() },
