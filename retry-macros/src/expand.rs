@@ -620,15 +620,8 @@ fn one_future(
         },
     );
     arguments.set_span(Span::call_site().located_at(output.span()));
-    // The function only builds the future: worth inlining, unless its author said not.
-    let inline = if attrs.iter().any(|attr| attr.path().is_ident("inline")) {
-        quote!()
-    } else {
-        quote!(#[inline])
-    };
     quote! {
         #(#attrs)*
-        #inline
         #vis #sig {
             #site_static
             #key_check

@@ -284,6 +284,17 @@ impl<'p, C: Clock> Retry<'p, C> {
         }
     }
 
+    /// After the wait before a retry: `true` to make the next attempt, whose frame is
+    /// put in `frame`; `false` if the deadline passed meanwhile.
+    pub(crate) fn resumed(call: &mut Option<Self>, frame: &mut Frame) -> bool {
+        let call = call.as_mut().expect("a wait follows a failure");
+        if !call.resume() {
+            return false;
+        }
+        *frame = call.frame();
+        true
+    }
+
     /// After an attempt that failed with a failure of class `class`, which left its
     /// frame as `frame`; the call's state is made now if it has none. `None` to give
     /// up, or the wait before the next attempt.

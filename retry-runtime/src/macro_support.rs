@@ -585,9 +585,8 @@ impl Site {
 }
 
 pin_project_lite::pin_project! {
-    /// Where a [`Retrying`] call is.
+    /// Where a [`Retrying`] call is: making an attempt, or waiting before the next one.
     #[project = StageProj]
-    #[project_replace = StageOwned]
     enum Stage<G, R> {
         Attempt {
             #[pin]
@@ -597,9 +596,8 @@ pin_project_lite::pin_project! {
         Waiting {
             #[pin]
             pause: Pause,
-            outcome: R,
+            outcome: Option<R>,
         },
-        Done,
     }
 }
 
@@ -675,59 +673,60 @@ where
 {
     type Output = G::Output;
 
+    // Generic, so compiled once per retried function: what it does itself is kept to
+    // polling, making and classifying attempts, and the rest is in the runtime's own
+    // functions, compiled once.
     #[cfg_attr(debug_assertions, inline)]
     #[cfg_attr(not(debug_assertions), inline(always))]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<G::Output> {
         let mut this = self.project();
         loop {
-            match this.stage.as_mut().project() {
+            let outcome = match this.stage.as_mut().project() {
                 StageProj::Attempt { future } => {
                     // At the first poll (the only one whose frame has not started: a
                     // poll that leaves the attempt waiting starts it).
                     if !this.frame.is_started() {
                         Retry::begin_polled(this.policy, this.call, this.frame);
                     }
-                    let (poll, frame) = {
-                        let scope = Retry::enter(this.call.as_ref(), *this.frame);
-                        let poll = future.poll(cx);
-                        (poll, scope.leave())
-                    };
+                    let scope = Retry::enter(this.call.as_ref(), *this.frame);
+                    let poll = future.poll(cx);
+                    let frame = scope.leave();
                     let Poll::Ready(outcome) = poll else {
                         Retry::<TokioClock>::still_waiting(this.frame, frame);
                         return Poll::Pending;
                     };
+                    // A finished attempt stays in place until the next, or until this
+                    // future is dropped: polled again, it says it has finished.
                     let Some(error) = outcome.failure() else {
-                        // The finished attempt stays in place, dropped with this future:
-                        // polled again, it says it has finished.
                         Retry::succeeded(this.policy, this.call, &frame);
                         return Poll::Ready(outcome);
                     };
                     let class = (this.classify)(error);
                     let shown = this.show.shown(error);
                     match Retry::failed(this.policy, this.call, &frame, class, &shown) {
-                        Some(wait) => this.stage.set(Stage::Waiting {
-                            pause: sleep(wait),
-                            outcome,
-                        }),
+                        Some(wait) => Some((wait, outcome)),
                         None => return Poll::Ready(outcome),
                     }
                 }
-                StageProj::Waiting { pause, .. } => {
+                StageProj::Waiting { pause, outcome } => {
                     std::task::ready!(pause.poll(cx));
-                    let call = this.call.as_mut().expect("a wait follows a failure");
-                    if call.resume() {
-                        *this.frame = call.frame();
-                        let future = (this.make)();
-                        this.stage.set(Stage::Attempt { future });
-                    } else {
+                    if !Retry::resumed(this.call, this.frame) {
                         // The deadline passed while waiting: the last failure stands.
-                        match this.stage.as_mut().project_replace(Stage::Done) {
-                            StageOwned::Waiting { outcome, .. } => return Poll::Ready(outcome),
-                            _ => unreachable!("the stage was just seen to be a wait"),
-                        }
+                        let outcome = outcome.take();
+                        return Poll::Ready(outcome.expect("a wait keeps its failure"));
                     }
+                    None
                 }
-                StageProj::Done => panic!("a `#[retry]` future was polled after it completed"),
+            };
+            match outcome {
+                Some((wait, outcome)) => this.stage.set(Stage::Waiting {
+                    pause: sleep(wait),
+                    outcome: Some(outcome),
+                }),
+                None => {
+                    let future = (this.make)();
+                    this.stage.set(Stage::Attempt { future });
+                }
             }
         }
     }

@@ -4,8 +4,9 @@
 #   generate.sh DIR NAME retry|plain N PERSEVERE_PATH
 #
 # Both kinds have the same bodies, the same error type (which implements
-# persevere::Classify) and the same dependencies, so the difference in build time is
-# what the attribute costs: expanding it, and compiling what it expands to.
+# persevere::Classify), the same dependencies and the same function that polls every
+# future once, so the difference in build time is what the attribute costs: expanding
+# it, and compiling what it expands to.
 set -euo pipefail
 dir="$1" name="$2" kind="$3" n="$4" persevere="$5"
 mkdir -p "$dir/src"
@@ -84,4 +85,18 @@ pub async fn fetch_$i(client: &Client, id: u64) -> Result<u64, ApiError> {
 }
 RUST
   done
+  # Each future polled once, in both crates: a future made by a generic wrapper (as
+  # `#[retry]`'s is) is compiled where it is polled, so without this the retried crate
+  # would leave the code of every body to its callers, which the plain one compiles.
+  cat <<'RUST'
+
+/// Polls every function's future once, so that the crate compiles each future's code.
+pub fn poll_all(cx: &mut std::task::Context<'_>) {
+    use std::future::Future;
+    let client = Client { base: 1 };
+RUST
+  for i in $(seq 1 "$n"); do
+    echo "    let _ = std::pin::pin!(fetch_$i(&client, $i)).poll(cx);"
+  done
+  echo "}"
 } >"$dir/src/lib.rs"
