@@ -113,6 +113,9 @@ impl fmt::Display for Shown<'_> {
 pub trait ShowError<E>: Copy {
     /// `error` as the events show it.
     fn shown<'e>(&self, error: &'e E) -> Shown<'e>;
+
+    /// `error` as the events show it, from the type alone (its value has no data).
+    fn show(error: &E) -> Shown<'_>;
 }
 
 /// Shows an error through its `Display`.
@@ -129,18 +132,30 @@ pub struct ViaName;
 
 impl<E: fmt::Display> ShowError<E> for ViaDisplay {
     fn shown<'e>(&self, error: &'e E) -> Shown<'e> {
+        Self::show(error)
+    }
+
+    fn show(error: &E) -> Shown<'_> {
         Shown::Display(error)
     }
 }
 
 impl<E: fmt::Debug> ShowError<E> for ViaDebug {
     fn shown<'e>(&self, error: &'e E) -> Shown<'e> {
+        Self::show(error)
+    }
+
+    fn show(error: &E) -> Shown<'_> {
         Shown::Debug(error)
     }
 }
 
 impl<E> ShowError<E> for ViaName {
-    fn shown<'e>(&self, _: &'e E) -> Shown<'e> {
+    fn shown<'e>(&self, error: &'e E) -> Shown<'e> {
+        <Self as ShowError<E>>::show(error)
+    }
+
+    fn show(_: &E) -> Shown<'_> {
         Shown::Opaque(std::any::type_name::<E>())
     }
 }
@@ -602,30 +617,142 @@ pin_project_lite::pin_project! {
 }
 
 pin_project_lite::pin_project! {
+    /// The attempts of one retried function: the one in flight (or the wait before the
+    /// next), and what makes the next.
+    struct Slot<M, G, R> {
+        #[pin]
+        stage: Stage<G, R>,
+        make: M,
+    }
+}
+
+/// Where the attempts of a retried function are, as [`drive`] sees them.
+enum Now<'a, R> {
+    /// An attempt is in flight.
+    Attempt(Pin<&'a mut dyn Future<Output = R>>),
+    /// A wait before the next attempt, and the outcome kept through it.
+    Waiting(Pin<&'a mut Pause>, &'a mut Option<R>),
+}
+
+/// The attempts of one retried function as the loop ([`drive`]) sees them, through a
+/// trait object: the loop is then compiled once per return type, not once per function,
+/// and what each function brings to the build is these two small methods. Optimised,
+/// the loop is inlined into each function's `poll`, where the object's type is known,
+/// and the calls through it are direct.
+trait Attempts<R> {
+    /// Where the attempts are.
+    fn now(self: Pin<&mut Self>) -> Now<'_, R>;
+    /// Waits with the pause, keeping the outcome; or, given none, makes the next attempt.
+    fn then(self: Pin<&mut Self>, wait: Option<(Pause, R)>);
+}
+
+impl<M, G, R> Attempts<R> for Slot<M, G, R>
+where
+    M: FnMut() -> G,
+    G: Future<Output = R>,
+{
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    fn now(self: Pin<&mut Self>) -> Now<'_, R> {
+        match self.project().stage.project() {
+            StageProj::Attempt { future } => Now::Attempt(future),
+            StageProj::Waiting { pause, outcome } => Now::Waiting(pause, outcome),
+        }
+    }
+
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    fn then(self: Pin<&mut Self>, wait: Option<(Pause, R)>) {
+        let mut this = self.project();
+        this.stage.set(match wait {
+            Some((pause, outcome)) => Stage::Waiting {
+                pause,
+                outcome: Some(outcome),
+            },
+            None => Stage::Attempt {
+                future: (this.make)(),
+            },
+        });
+    }
+}
+
+/// What a retried call keeps besides its attempts: not generic, so that [`drive`]
+/// is compiled once per return type.
+///
+/// A call that succeeds at its first attempt has no call state ([`Retry`]) at all: its
+/// frame (a word) and its policy are all it needs. The state is made when the call first
+/// fails, or at the first poll inside an enclosing deadline, where the call's clock must
+/// start at once.
+struct Core<'p> {
+    /// The frame of the attempt in flight; until the first poll, the policy's lazy
+    /// frame, which has not started.
+    frame: Frame,
+    policy: &'p Policy,
+    call: Option<Retry<'p, TokioClock>>,
+}
+
+/// The loop of a retried async function: polls its attempts under the call's policy,
+/// with the layer's frame installed around each poll of an attempt.
+#[cfg_attr(debug_assertions, inline)]
+#[cfg_attr(not(debug_assertions), inline(always))]
+fn drive<R: Outcome>(
+    core: &mut Core<'_>,
+    mut attempts: Pin<&mut dyn Attempts<R>>,
+    classify: fn(&R::Err) -> Class,
+    show: fn(&R::Err) -> Shown<'_>,
+    cx: &mut Context<'_>,
+) -> Poll<R> {
+    loop {
+        let then = match attempts.as_mut().now() {
+            Now::Attempt(attempt) => {
+                // At the first poll (the only one whose frame has not started: a poll
+                // that leaves the attempt waiting starts it).
+                if !core.frame.is_started() {
+                    Retry::begin_polled(core.policy, &mut core.call, &mut core.frame);
+                }
+                let scope = Retry::enter(core.call.as_ref(), core.frame);
+                let poll = attempt.poll(cx);
+                let frame = scope.leave();
+                let Poll::Ready(outcome) = poll else {
+                    Retry::<TokioClock>::still_waiting(&mut core.frame, frame);
+                    return Poll::Pending;
+                };
+                // A finished attempt stays in place until the next, or until the future
+                // is dropped: polled again, it says it has finished.
+                let Some(error) = outcome.failure() else {
+                    Retry::succeeded(core.policy, &mut core.call, &frame);
+                    return Poll::Ready(outcome);
+                };
+                let class = classify(error);
+                match Retry::failed(core.policy, &mut core.call, &frame, class, &show(error)) {
+                    Some(wait) => Some((sleep(wait), outcome)),
+                    None => return Poll::Ready(outcome),
+                }
+            }
+            Now::Waiting(pause, outcome) => {
+                std::task::ready!(pause.poll(cx));
+                if !Retry::resumed(&mut core.call, &mut core.frame) {
+                    // The deadline passed while waiting: the last failure stands.
+                    return Poll::Ready(outcome.take().expect("a wait keeps its failure"));
+                }
+                None
+            }
+        };
+        attempts.as_mut().then(then);
+    }
+}
+
+pin_project_lite::pin_project! {
     /// An async function under `#[retry]`, as one future: `make` makes each attempt
-    /// (the function's body, with fresh copies of its arguments), and this future runs
-    /// them under the call's policy, its layer's frame installed around each poll of an
-    /// attempt.
+    /// (the function's body, with fresh copies of its arguments), and [`drive`] runs
+    /// them under the call's policy.
     ///
     /// The generated function returns this future rather than being an `async fn` that
-    /// awaits its body: a function is then one state machine (its body's), not two,
-    /// which halves what the compiler builds for it.
-    ///
-    /// A call that succeeds at its first attempt has no call state ([`Retry`]) at all:
-    /// its frame (a word) and its policy are all it needs. The state is made when the
-    /// call first fails, or at the first poll inside an enclosing deadline, where the
-    /// call's clock must start at once.
+    /// awaits its body: a function is then one state machine (its body's), not two.
     struct Retrying<'p, M, G: Future<Output: Outcome>, S> {
         #[pin]
-        stage: Stage<G, G::Output>,
-        // The frame of the attempt in flight; until the first poll, the policy's lazy
-        // frame, which has not started.
-        frame: Frame,
-        policy: &'p Policy,
-        call: Option<Retry<'p, TokioClock>>,
-        make: M,
+        attempts: Slot<M, G, G::Output>,
+        core: Core<'p>,
         classify: fn(&<G::Output as Outcome>::Err) -> Class,
-        show: S,
+        show: PhantomData<S>,
     }
 }
 
@@ -654,14 +781,19 @@ where
     G: Future<Output = R>,
     S: ShowError<R::Err>,
 {
+    let _ = show;
     Retrying {
-        stage: Stage::Attempt { future: make() },
-        frame: policy.lazy_frame(),
-        policy,
-        call: None,
-        make,
+        attempts: Slot {
+            stage: Stage::Attempt { future: make() },
+            make,
+        },
+        core: Core {
+            frame: policy.lazy_frame(),
+            policy,
+            call: None,
+        },
         classify,
-        show,
+        show: PhantomData::<S>,
     }
 }
 
@@ -673,61 +805,10 @@ where
 {
     type Output = G::Output;
 
-    // Generic, so compiled once per retried function: what it does itself is kept to
-    // polling, making and classifying attempts, and the rest is in the runtime's own
-    // functions, compiled once.
     #[cfg_attr(debug_assertions, inline)]
     #[cfg_attr(not(debug_assertions), inline(always))]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<G::Output> {
-        let mut this = self.project();
-        loop {
-            let outcome = match this.stage.as_mut().project() {
-                StageProj::Attempt { future } => {
-                    // At the first poll (the only one whose frame has not started: a
-                    // poll that leaves the attempt waiting starts it).
-                    if !this.frame.is_started() {
-                        Retry::begin_polled(this.policy, this.call, this.frame);
-                    }
-                    let scope = Retry::enter(this.call.as_ref(), *this.frame);
-                    let poll = future.poll(cx);
-                    let frame = scope.leave();
-                    let Poll::Ready(outcome) = poll else {
-                        Retry::<TokioClock>::still_waiting(this.frame, frame);
-                        return Poll::Pending;
-                    };
-                    // A finished attempt stays in place until the next, or until this
-                    // future is dropped: polled again, it says it has finished.
-                    let Some(error) = outcome.failure() else {
-                        Retry::succeeded(this.policy, this.call, &frame);
-                        return Poll::Ready(outcome);
-                    };
-                    let class = (this.classify)(error);
-                    let shown = this.show.shown(error);
-                    match Retry::failed(this.policy, this.call, &frame, class, &shown) {
-                        Some(wait) => Some((wait, outcome)),
-                        None => return Poll::Ready(outcome),
-                    }
-                }
-                StageProj::Waiting { pause, outcome } => {
-                    std::task::ready!(pause.poll(cx));
-                    if !Retry::resumed(this.call, this.frame) {
-                        // The deadline passed while waiting: the last failure stands.
-                        let outcome = outcome.take();
-                        return Poll::Ready(outcome.expect("a wait keeps its failure"));
-                    }
-                    None
-                }
-            };
-            match outcome {
-                Some((wait, outcome)) => this.stage.set(Stage::Waiting {
-                    pause: sleep(wait),
-                    outcome: Some(outcome),
-                }),
-                None => {
-                    let future = (this.make)();
-                    this.stage.set(Stage::Attempt { future });
-                }
-            }
-        }
+        let this = self.project();
+        drive(this.core, this.attempts, *this.classify, S::show, cx)
     }
 }
