@@ -44,17 +44,6 @@ fn async_ok(c: &mut Criterion) {
     let rt = runtime();
     let mut group = c.benchmark_group("async_ok");
     bench_async(&mut group, &rt, "direct", direct);
-    assert_eq!(
-        std::mem::size_of_val(&sized_like_retried(1)),
-        std::mem::size_of_val(&retried(1)),
-        "SIZED_LIKE_RETRIED_ROOM is out of date"
-    );
-    bench_async(
-        &mut group,
-        &rt,
-        "direct-sized-like-retry",
-        sized_like_retried,
-    );
     bench_async(&mut group, &rt, "retry", retried);
     bench_async(&mut group, &rt, "backon", backon_call);
     bench_async(&mut group, &rt, "tokio-retry", tokio_retry_call);

@@ -77,38 +77,6 @@ pub async fn retried(x: u64) -> Result<u64, Failure> {
     Ok(black_box(x + 1))
 }
 
-/// `direct`'s work in a future as large as `retried`'s, which does nothing else: the
-/// floor of what a call costs whose future is that large, paid in moving it (a call's
-/// future is built, then moved into its caller's). Most of the size of a retried future
-/// is the timer of the wait before a retry (tokio's `Sleep`), which any retry library
-/// that waits without allocating must keep in its future.
-pub struct SizedLikeRetried {
-    x: u64,
-    _room: std::mem::MaybeUninit<[u64; SIZED_LIKE_RETRIED_ROOM]>,
-}
-
-/// The words that make [`SizedLikeRetried`] as large as `retried`'s future; `cargo
-/// bench` checks that it is.
-pub const SIZED_LIKE_RETRIED_ROOM: usize = 24;
-
-impl Future for SizedLikeRetried {
-    type Output = Result<u64, Failure>;
-
-    fn poll(
-        self: std::pin::Pin<&mut Self>,
-        _: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<Self::Output> {
-        std::task::Poll::Ready(Ok(black_box(self.x + 1)))
-    }
-}
-
-pub fn sized_like_retried(x: u64) -> SizedLikeRetried {
-    SizedLikeRetried {
-        x,
-        _room: std::mem::MaybeUninit::uninit(),
-    }
-}
-
 pub fn backon_call(x: u64) -> impl Future<Output = Result<u64, Failure>> {
     (move || direct(x)).retry(ExponentialBuilder::default())
 }

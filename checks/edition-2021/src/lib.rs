@@ -126,3 +126,30 @@ mod tests {
         assert_eq!(flaky.calls(), 3);
     }
 }
+
+#[cfg(test)]
+mod recursion {
+    use std::io;
+    use std::sync::atomic::{AtomicU32, Ordering};
+
+    use persevere::{idempotent, retry};
+
+    static CALLS: AtomicU32 = AtomicU32::new(0);
+
+    // A retried function that calls itself, boxed as any recursive async fn must be.
+    #[retry(base = "10ms", jitter = "none")]
+    #[idempotent]
+    async fn depth(n: u32) -> io::Result<u32> {
+        CALLS.fetch_add(1, Ordering::SeqCst);
+        if n == 0 {
+            return Ok(0);
+        }
+        Ok(1 + Box::pin(depth(n - 1)).await?)
+    }
+
+    #[tokio::test(flavor = "current_thread", start_paused = true)]
+    async fn a_retried_function_can_call_itself() {
+        assert_eq!(depth(3).await.unwrap(), 3);
+        assert_eq!(CALLS.load(Ordering::SeqCst), 4);
+    }
+}
