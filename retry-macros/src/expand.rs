@@ -298,20 +298,34 @@ fn classifier(args: &Args, output: &Type, private: &TokenStream) -> TokenStream 
 //     #[idempotent]
 //     async fn fetch(client: &Client, id: u64) -> Result<User, ApiError> { body }
 //
-// Output (paths are `::persevere::__private::...`):
+// Output, for an async fn that takes no `&mut` and has no `attempt_timeout`, `breaker`
+// or `before_wait` (see `one_future`; paths are `::persevere::__private::...`):
 //
-//     #[idempotent]
-//     async fn fetch(client: &Client, id: u64) -> Result<User, ApiError> {
-//         static BUDGET: RetryBudget = RetryBudget::new();
-//         static STATS: RetryStats = RetryStats::new(concat!(module_path!(), "::fetch"));
-//         static POLICY: Policy = Policy::new().with_budget(&BUDGET).with_stats(&STATS)
-//             .with_deadline(Duration::new(5, 0));
-//         let mut call = Retry::<TokioClock>::start_lazily(&POLICY);
+//     fn fetch(client: &Client, id: u64) -> impl Future<Output = Result<User, ApiError>> {
+//         static SITE: Site = Site::new(&SITE, concat!(module_path!(), "::fetch"),
+//             Policy::new().with_deadline(Duration::new(5, 0)));
+//         use idempotent as _; // the `#[idempotent]` read here, its import kept used
+//         retrying::<Result<User, ApiError>, _, _, _>(
+//             &SITE.policy,
+//             move || {
+//                 let id = fresh(&id);
+//                 async move { body }
+//             },
+//             by_classify,
+//             (&&&Describe::<Result<User, ApiError>>::new()).show(),
+//         )
+//     }
+//
+// Otherwise the function keeps its signature and loops in its own body:
+//
+//     async fn fill(buffer: &mut Vec<u8>) -> Result<usize, ApiError> {
+//         static SITE: Site = ...;
+//         let mut call = Retry::<TokioClock>::start_lazily(&SITE.policy);
 //         loop {
 //             let attempt = {
-//                 let id = fresh(&id);
-//                 let attempt: Attempt<Result<User, ApiError>> = attempt(&mut call, async {
-//                     if false { let fake: Result<User, ApiError> = loop {}; return fake; }
+//                 let buffer = &mut *buffer;
+//                 let attempt: Attempt<Result<usize, ApiError>> = attempt(&mut call, async {
+//                     if false { let fake: Result<usize, ApiError> = loop {}; return fake; }
 //                     body
 //                 })
 //                 .await;
@@ -334,14 +348,14 @@ fn classifier(args: &Args, output: &Type, private: &TokenStream) -> TokenStream 
 //         }
 //     }
 //
-// `budget = NAME` replaces `BUDGET` by `NAME`; `key = k` adds `idempotency_key(&k);`
-// before the loop; `breaker = NAME` begins each attempt with `admit`, returning its
-// error while the breaker is open; `attempt_timeout` runs the attempt through
-// `attempt_within`; `before_wait = hook` calls `hook(&before_wait(&call, &attempt, wait))`
-// before the sleep. A plain `fn` starts with `Retry::<SystemClock>::start`, runs
-// `attempt_blocking(&mut call, || -> Result<User, ApiError> { body })` per attempt and
-// sleeps the thread with `block(wait)`. Internal names are `Span::mixed_site()`,
-// invisible to `body`.
+// `budget = NAME` makes the site with `Site::sharing_budget` and a policy
+// `.with_budget(&NAME)`; `key = k` adds `idempotency_key(&k);` at the top; `breaker =
+// NAME` begins each attempt with `admit`, returning its error while the breaker is
+// open; `attempt_timeout` runs the attempt through `attempt_within`; `before_wait =
+// hook` calls `hook(&before_wait(&call, &attempt, wait))` before the sleep. A plain `fn`
+// starts with `Retry::<SystemClock>::start`, runs `attempt_blocking(&mut call, || ->
+// Result<User, ApiError> { body })` per attempt and sleeps the thread with `block(wait)`.
+// Internal locals are `Span::mixed_site()`, invisible to `body`.
 fn generate(
     args: &Args,
     private: &TokenStream,
@@ -545,28 +559,14 @@ fn generate(
     }
 }
 
-/// An `async fn` as a function returning one future, [`Retrying`], which makes each
-/// attempt with a closure over the arguments: the function is then one state machine
-/// (its body's) instead of two, half the work for the compiler, and the happy path runs
-/// no state machine of the attribute's own. A function that takes an `&mut` cannot have
-/// its attempts made by a closure (each would borrow from the closure), nor can one with
-/// an attempt timeout, a breaker or a `before_wait` hook, which the loop in the
-/// function's own body handles; those keep the `async fn`.
-///
-/// ```text
-/// fn fetch(client: &Client, id: u64) -> impl Future<Output = Result<User, ApiError>> {
-///     static SITE: Site = Site::new(&SITE, concat!(module_path!(), "::fetch"), Policy::new());
-///     retrying::<Result<User, ApiError>, _, _, _>(
-///         &SITE.policy,
-///         move || {
-///             let id = fresh(&id);
-///             async move { body }
-///         },
-///         by_classify,
-///         (&&&Describe::<Result<User, ApiError>>::new()).show(),
-///     )
-/// }
-/// ```
+/// An `async fn` as a function returning the runtime's `retrying` future, which makes
+/// each attempt with a closure over the arguments (see the comment above `generate`).
+/// The function is then one state machine (its body's) and two small methods, not two
+/// state machines, and the loop that drives its attempts is the runtime's, compiled once
+/// per return type. A function that takes an `&mut` cannot have its attempts made by a
+/// closure (each would borrow from the closure), nor can one with an attempt timeout, a
+/// breaker or a `before_wait` hook, which the loop in the function's own body handles;
+/// those keep the `async fn`.
 #[allow(clippy::too_many_arguments)]
 fn one_future(
     private: &TokenStream,
