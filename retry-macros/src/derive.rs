@@ -150,6 +150,18 @@ fn arm(
         Marked::Unsent => quote_spanned!(span=> ::persevere::Class::Unsent),
         Marked::Uncertain => quote_spanned!(span=> ::persevere::Class::Uncertain),
         Marked::Delegate => {
+            if let Some((_, _, mark)) = retry_after.first() {
+                push(
+                    errors,
+                    syn::Error::new(
+                        *mark,
+                        format!(
+                            "`{name}` is `#[classify]`: its field's own `Classify` impl says how to classify it (and what wait the server asked for), so a `#[retry_after]` mark here would be ignored; remove it, or mark the variant #[transient] to use this field's wait"
+                        ),
+                    ),
+                );
+                return None;
+            }
             if fields.len() != 1 {
                 push(
                     errors,

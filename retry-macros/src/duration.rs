@@ -30,7 +30,7 @@ pub fn parse(text: &str) -> Result<Duration, String> {
                 "expected a number at `{rest}` in \"{text}\"; {example}"
             ));
         }
-        if number.matches('.').count() > 1 || number == "." {
+        if number.matches('.').count() > 1 || !number.contains(|c: char| c.is_ascii_digit()) {
             return Err(format!(
                 "malformed number `{number}` in \"{text}\"; {example}"
             ));
@@ -129,6 +129,8 @@ mod tests {
             ("30", "missing unit after `30`"),
             ("s", "expected a number"),
             ("1.2.3s", "malformed number `1.2.3`"),
+            ("_s", "malformed number `_`"),
+            ("._s", "malformed number `._`"),
             ("99999999999999999999999h", "too long"),
         ] {
             let err = parse(text).unwrap_err();
