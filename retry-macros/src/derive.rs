@@ -34,7 +34,7 @@ struct Arm {
 //         #[permanent] BadRequest(String),
 //     }
 //
-// Output:
+// Output (`#[persevere(crate = "path")]` on the type replaces `::persevere` by `path`):
 //
 //     impl ::persevere::Classify for ApiError {
 //         fn classify(&self) -> ::persevere::Class {
@@ -54,6 +54,8 @@ pub fn classify(input: TokenStream) -> TokenStream {
         Err(e) => return e.to_compile_error(),
     };
     let mut errors = None;
+    let krate = krate(&input.attrs, &mut errors);
+    let krate = &krate;
     let arms: Vec<Arm> = match &input.data {
         Data::Enum(data) => data
             .variants
@@ -63,7 +65,7 @@ pub fn classify(input: TokenStream) -> TokenStream {
                     let ident = &v.ident;
                     quote!(Self::#ident)
                 };
-                arm(&v.attrs, &v.fields, &v.ident, path, &mut errors)
+                arm(&v.attrs, &v.fields, &v.ident, path, krate, &mut errors)
             })
             .collect(),
         Data::Struct(data) => arm(
@@ -71,6 +73,7 @@ pub fn classify(input: TokenStream) -> TokenStream {
             &data.fields,
             &input.ident,
             quote!(Self),
+            krate,
             &mut errors,
         )
         .into_iter()
@@ -105,12 +108,35 @@ pub fn classify(input: TokenStream) -> TokenStream {
     };
     quote! {
         #[automatically_derived]
-        impl #impl_generics ::persevere::Classify for #name #ty_generics #where_clause {
-            fn classify(&self) -> ::persevere::Class {
+        impl #impl_generics #krate::Classify for #name #ty_generics #where_clause {
+            fn classify(&self) -> #krate::Class {
                 #body
             }
         }
     }
+}
+
+/// Where persevere is: `::persevere`, or the path of `#[persevere(crate = "...")]` on
+/// the type, for a crate that depends on it under another name.
+fn krate(attrs: &[Attribute], errors: &mut Option<syn::Error>) -> TokenStream {
+    let mut krate = quote!(::persevere);
+    for attr in attrs.iter().filter(|a| a.path().is_ident("persevere")) {
+        let parsed = attr.parse_nested_meta(|meta| {
+            if meta.path.is_ident("crate") {
+                let path: syn::Path = meta.value()?.parse::<syn::LitStr>()?.parse()?;
+                krate = quote!(#path);
+                Ok(())
+            } else {
+                Err(meta.error(
+                    "unknown key in `#[persevere(...)]`; the only one is `crate = \"path\"`, for a crate that depends on persevere under another name",
+                ))
+            }
+        });
+        if let Err(e) = parsed {
+            push(errors, e);
+        }
+    }
+    krate
 }
 
 fn arm(
@@ -118,6 +144,7 @@ fn arm(
     fields: &Fields,
     name: &Ident,
     path: TokenStream,
+    krate: &TokenStream,
     errors: &mut Option<syn::Error>,
 ) -> Option<Arm> {
     let marked = class_of(attrs, name, errors)?;
@@ -145,10 +172,10 @@ fn arm(
 
     let span = name.span();
     let class = match marked {
-        Marked::Transient => quote_spanned!(span=> ::persevere::Class::Transient),
-        Marked::Permanent => quote_spanned!(span=> ::persevere::Class::Permanent),
-        Marked::Unsent => quote_spanned!(span=> ::persevere::Class::Unsent),
-        Marked::Uncertain => quote_spanned!(span=> ::persevere::Class::Uncertain),
+        Marked::Transient => quote_spanned!(span=> #krate::Class::Transient),
+        Marked::Permanent => quote_spanned!(span=> #krate::Class::Permanent),
+        Marked::Unsent => quote_spanned!(span=> #krate::Class::Unsent),
+        Marked::Uncertain => quote_spanned!(span=> #krate::Class::Uncertain),
         Marked::Delegate => {
             if let Some((_, _, mark)) = retry_after.first() {
                 push(
@@ -178,7 +205,7 @@ fn arm(
             let field = fields.iter().next().expect("one field");
             let member = member(0, field);
             let class = locate(
-                quote!(::persevere::Classify::classify(#binding)),
+                quote!(#krate::Classify::classify(#binding)),
                 field.ty.span(),
             );
             return Some(Arm {
@@ -207,14 +234,14 @@ fn arm(
             }
             let member = member(*index, field);
             let wait = locate(
-                quote!(::persevere::__private::retry_after_field(#binding)),
+                quote!(#krate::__private::retry_after_field(#binding)),
                 field.ty.span(),
             );
             Some(Arm {
                 pattern: quote!(#path { #member: #binding, .. }),
                 class: quote! {
                     match #wait {
-                        ::core::option::Option::Some(wait) => ::persevere::Class::RetryAfter(wait),
+                        ::core::option::Option::Some(wait) => #krate::Class::RetryAfter(wait),
                         ::core::option::Option::None => #class,
                     }
                 },

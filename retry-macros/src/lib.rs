@@ -31,7 +31,15 @@ pub fn idempotent(args: TokenStream, item: TokenStream) -> TokenStream {
 /// crate.
 #[proc_macro_derive(
     Classify,
-    attributes(transient, permanent, unsent, uncertain, classify, retry_after)
+    attributes(
+        transient,
+        permanent,
+        unsent,
+        uncertain,
+        classify,
+        retry_after,
+        persevere
+    )
 )]
 pub fn derive_classify(input: TokenStream) -> TokenStream {
     derive::classify(input.into()).into()

@@ -1,6 +1,6 @@
-//! `#[retry(crate = "::retrying")]` in a crate that depends on persevere as `retrying`:
-//! the attribute expands, and the call retries, with no crate named `persevere` in
-//! scope.
+//! `#[retry(crate = "::retrying")]` and `#[persevere(crate = "::retrying")]` (for
+//! `#[derive(Classify)]`) in a crate that depends on persevere as `retrying`: both
+//! expand, and the call retries, with no crate named `persevere` in scope.
 
 #[cfg(test)]
 mod tests {
@@ -27,5 +27,32 @@ mod tests {
         assert_eq!(CALLS.load(Ordering::SeqCst), 3);
         // Waits of 10 ms and 20 ms.
         assert_eq!(start.elapsed(), std::time::Duration::from_millis(30));
+    }
+
+    #[derive(Debug, retrying::Classify)]
+    #[persevere(crate = "::retrying")]
+    enum ApiError {
+        #[transient]
+        Overloaded {
+            #[retry_after]
+            wait: Option<std::time::Duration>,
+        },
+        #[permanent]
+        NotFound,
+    }
+
+    #[test]
+    fn the_derive_names_the_renamed_crate() {
+        use retrying::{Class, Classify};
+        let wait = std::time::Duration::from_secs(2);
+        assert_eq!(
+            ApiError::Overloaded { wait: Some(wait) }.classify(),
+            Class::RetryAfter(wait)
+        );
+        assert_eq!(
+            ApiError::Overloaded { wait: None }.classify(),
+            Class::Transient
+        );
+        assert_eq!(ApiError::NotFound.classify(), Class::Permanent);
     }
 }
