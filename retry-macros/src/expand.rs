@@ -205,8 +205,8 @@ fn check_key(
     }
 }
 
-/// The policy's settings as written; with `budget = NAME`, its budget too (else the
-/// function's [`Site`] gives it one of its own).
+/// The policy's settings as written, with `budget = NAME` its budget; the `Site` gives
+/// it its statistics, and a budget of the function's own unless it names one.
 fn policy(args: &Args, private: &TokenStream) -> TokenStream {
     let duration = |d: std::time::Duration| {
         let (secs, nanos) = (d.as_secs(), d.subsec_nanos());
@@ -303,7 +303,7 @@ fn classifier(args: &Args, output: &Type, private: &TokenStream) -> TokenStream 
 //
 //     fn fetch(client: &Client, id: u64) -> impl Future<Output = Result<User, ApiError>> {
 //         static SITE: Site = Site::new(&SITE, concat!(module_path!(), "::fetch"),
-//             Policy::new().with_deadline(Duration::new(5, 0)));
+//             Policy::new().with_deadline(Duration::new(5, 0)), true);
 //         use idempotent as _; // the `#[idempotent]` read here, its import kept used
 //         retrying::<Result<User, ApiError>, _, _, _>(
 //             &SITE.policy,
@@ -348,14 +348,15 @@ fn classifier(args: &Args, output: &Type, private: &TokenStream) -> TokenStream 
 //         }
 //     }
 //
-// `budget = NAME` makes the site with `Site::sharing_budget` and a policy
-// `.with_budget(&NAME)`; `key = k` adds `idempotency_key(&k);` at the top; `breaker =
-// NAME` begins each attempt with `admit`, returning its error while the breaker is
-// open; `attempt_timeout` runs the attempt through `attempt_within`; `before_wait =
-// hook` calls `hook(&before_wait(&call, &attempt, wait))` before the sleep. A plain `fn`
-// starts with `Retry::<SystemClock>::start`, runs `attempt_blocking(&mut call, || ->
-// Result<User, ApiError> { body })` per attempt and sleeps the thread with `block(wait)`.
-// Internal locals are `Span::mixed_site()`, invisible to `body`.
+// `budget = NAME` adds `.with_budget(&NAME)` to the policy and makes the site with
+// `false` for `true` (no budget of its own); `key = k` adds `idempotency_key(&k);` at
+// the top; `breaker = NAME` begins each attempt with `admit`, returning its error while
+// the breaker is open; `attempt_timeout` runs the attempt through `attempt_within`;
+// `before_wait = hook` calls `hook(&before_wait(&call, &attempt, wait))` before the
+// sleep. A plain `fn` starts with `Retry::<SystemClock>::start`, runs
+// `attempt_blocking(&mut call, || -> Result<User, ApiError> { body })` per attempt and
+// sleeps the thread with `block(wait)`. Internal locals are `Span::mixed_site()`,
+// invisible to `body`.
 fn generate(
     args: &Args,
     private: &TokenStream,
@@ -373,16 +374,14 @@ fn generate(
     // The function's statics: its policy, with a budget of its own unless it names one.
     let function = &plan.item.sig.ident;
     let site_static = {
-        let constructor = match &args.budget {
-            Some(_) => quote!(sharing_budget),
-            None => quote!(new),
-        };
+        let own_budget = args.budget.is_none();
         let policy = policy(args, private);
         quote! {
-            static #site: #private::Site = #private::Site::#constructor(
+            static #site: #private::Site = #private::Site::new(
                 &#site,
                 ::core::concat!(::core::module_path!(), "::", ::core::stringify!(#function)),
                 #policy,
+                #own_budget,
             );
         }
     };

@@ -210,14 +210,7 @@ impl<'p, C: Clock> Retry<'p, C> {
     #[cfg_attr(debug_assertions, inline)]
     #[cfg_attr(not(debug_assertions), inline(always))]
     pub(crate) fn enter_attempt(&self, frame: Frame) -> AttemptScope<'_> {
-        let frame = Entered::new(frame);
-        AttemptScope {
-            #[cfg(feature = "tracing")]
-            span: self.span.0.as_deref().map(tracing::Span::enter),
-            frame,
-            #[cfg(not(feature = "tracing"))]
-            call: PhantomData,
-        }
+        Self::enter(Some(self), frame)
     }
 
     /// At the first poll of a call of [`ms::retrying`], which has no call state yet:
@@ -226,7 +219,10 @@ impl<'p, C: Clock> Retry<'p, C> {
     #[cfg_attr(debug_assertions, inline)]
     #[cfg_attr(not(debug_assertions), inline(always))]
     pub(crate) fn begin_polled(policy: &'p Policy, call: &mut Option<Self>, frame: &mut Frame) {
-        if call.is_none() && layer::has_enclosing_deadline() {
+        // A call that has state has started its clock, and so its frame: this is only
+        // reached before.
+        debug_assert!(call.is_none(), "a call with state has a started frame");
+        if layer::has_enclosing_deadline() {
             Self::begin_within(policy, call, frame);
         }
     }
@@ -239,7 +235,7 @@ impl<'p, C: Clock> Retry<'p, C> {
         *call = Some(started);
     }
 
-    /// [`Retry::enter_attempt`] for a call that may have no state yet (and then no span).
+    /// [`Retry::enter_attempt`] for a call that may have no state yet (and so no span).
     #[cfg_attr(debug_assertions, inline)]
     #[cfg_attr(not(debug_assertions), inline(always))]
     pub(crate) fn enter(call: Option<&Self>, frame: Frame) -> AttemptScope<'_> {
@@ -316,12 +312,11 @@ impl<'p, C: Clock> Retry<'p, C> {
     /// started. Whether a failure came out of a nested `#[retry]` call.
     #[cfg_attr(debug_assertions, inline)]
     #[cfg_attr(not(debug_assertions), inline(always))]
-    pub(crate) fn after_poll(&mut self, slot: &mut Frame, mut frame: Frame, ready: bool) -> bool {
+    pub(crate) fn after_poll(&mut self, slot: &mut Frame, frame: Frame, ready: bool) -> bool {
         if ready {
             self.state.adopt(&frame);
         } else {
-            frame.start(C::now);
-            *slot = frame;
+            Self::still_waiting(slot, frame);
         }
         frame.inner_failed()
     }
@@ -411,7 +406,7 @@ impl<'p, C: Clock> Retry<'p, C> {
             Err(error) => self.after_failure(
                 classify(error),
                 false,
-                &ms::ShowError::shown(&ms::ViaDebug, error),
+                &<ms::ViaDebug as ms::ShowError<E>>::show(error),
             ),
         }
     }

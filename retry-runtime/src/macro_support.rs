@@ -66,12 +66,13 @@ pub struct Attempt<R> {
 /// `show` gives the error's `Display` (or `Debug`, or its type) for the events.
 #[cfg_attr(debug_assertions, inline)]
 #[cfg_attr(not(debug_assertions), inline(always))]
-pub fn decide<R: Outcome, C: Clock>(
+pub fn decide<R: Outcome, C: Clock, S: ShowError<R::Err>>(
     call: &mut Retry<'_, C>,
     attempt: &Attempt<R>,
     classify: fn(&R::Err) -> Class,
-    show: impl ShowError<R::Err>,
+    show: S,
 ) -> Option<Duration> {
+    let _ = show;
     let Some(error) = attempt.outcome.failure() else {
         call.after_success();
         return None;
@@ -83,7 +84,7 @@ pub fn decide<R: Outcome, C: Clock>(
     } else {
         classify(error)
     };
-    call.after_failure(class, attempt.retried_inside, &show.shown(error))
+    call.after_failure(class, attempt.retried_inside, &S::show(error))
 }
 
 /// An error as the events show it: through `Display` if it has one, else `Debug`, else
@@ -110,11 +111,8 @@ impl fmt::Display for Shown<'_> {
 
 /// How the events show the errors of type `E`: chosen in the generated code by
 /// [`Describe`], and zero-sized, so that a retried future does not carry it.
-pub trait ShowError<E>: Copy {
+pub trait ShowError<E> {
     /// `error` as the events show it.
-    fn shown<'e>(&self, error: &'e E) -> Shown<'e>;
-
-    /// `error` as the events show it, from the type alone (its value has no data).
     fn show(error: &E) -> Shown<'_>;
 }
 
@@ -131,30 +129,18 @@ pub struct ViaDebug;
 pub struct ViaName;
 
 impl<E: fmt::Display> ShowError<E> for ViaDisplay {
-    fn shown<'e>(&self, error: &'e E) -> Shown<'e> {
-        Self::show(error)
-    }
-
     fn show(error: &E) -> Shown<'_> {
         Shown::Display(error)
     }
 }
 
 impl<E: fmt::Debug> ShowError<E> for ViaDebug {
-    fn shown<'e>(&self, error: &'e E) -> Shown<'e> {
-        Self::show(error)
-    }
-
     fn show(error: &E) -> Shown<'_> {
         Shown::Debug(error)
     }
 }
 
 impl<E> ShowError<E> for ViaName {
-    fn shown<'e>(&self, error: &'e E) -> Shown<'e> {
-        <Self as ShowError<E>>::show(error)
-    }
-
     fn show(_: &E) -> Shown<'_> {
         Shown::Opaque(std::any::type_name::<E>())
     }
@@ -578,19 +564,20 @@ pub struct Site {
 }
 
 impl Site {
-    /// The statics of the function `name` under `policy`, with a budget of its own;
-    /// `this` is the static being defined, which the policy points into.
-    pub const fn new(this: &'static Site, name: &'static str, policy: Policy) -> Self {
-        Self {
-            policy: policy.with_budget(&this.budget).with_stats(&this.stats),
-            budget: RetryBudget::new(),
-            stats: RetryStats::new(name),
-        }
-    }
-
-    /// The statics of the function `name` under `policy`, whose budget (named by
-    /// `budget = ...`) is shared with other functions.
-    pub const fn sharing_budget(this: &'static Site, name: &'static str, policy: Policy) -> Self {
+    /// The statics of the function `name` under `policy`; `this` is the static being
+    /// defined, which the policy points into. With `own_budget`, the policy's budget is
+    /// the function's own; else it is the one the policy names (`budget = ...`).
+    pub const fn new(
+        this: &'static Site,
+        name: &'static str,
+        policy: Policy,
+        own_budget: bool,
+    ) -> Self {
+        let policy = if own_budget {
+            policy.with_budget(&this.budget)
+        } else {
+            policy
+        };
         Self {
             policy: policy.with_stats(&this.stats),
             budget: RetryBudget::new(),
