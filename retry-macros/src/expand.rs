@@ -306,7 +306,7 @@ fn classifier(args: &Args, output: &Type, private: &TokenStream) -> TokenStream 
 //             Policy::new().with_deadline(Duration::new(5, 0)), true);
 //         use idempotent as _; // the `#[idempotent]` read here, its import kept used
 //         retrying::<Result<User, ApiError>, _, _, _>(
-//             &SITE.policy,
+//             &SITE,
 //             move || {
 //                 let id = fresh(&id);
 //                 async move { body }
@@ -609,7 +609,7 @@ fn one_future(
     let mut arguments = Group::new(
         Delimiter::Parenthesis,
         quote! {
-            &#site.policy,
+            &#site,
             move || {
                 #(#rebinds)*
                 async move { #stmts }

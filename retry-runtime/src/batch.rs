@@ -135,7 +135,8 @@ fn arm_flush_at_exit() {
 
 /// Counts one first-try success of the function of `policy`, whose slot is `slot`; adds
 /// the batch when it is full, reading the time from `now`. `false` if `slot` is beyond
-/// [`SLOTS`]: the caller counts the call itself.
+/// [`SLOTS`] (as [`RetryStats::batch_index`] is for a function without a slot): the
+/// caller counts the call itself.
 ///
 /// The thread-local is reached in a closure that does nothing else, so that the
 /// compiler inlines it (and the access becomes one instruction); what is rare happens
@@ -151,6 +152,8 @@ pub(crate) fn add(policy: &Policy, slot: usize, now: impl FnOnce() -> Instant) -
     });
     match pending {
         None => false,
+        // Neither the first count of a batch nor its last: one comparison.
+        Some(pending) if pending.wrapping_sub(2) < BATCH - 2 => true,
         Some(1) => {
             begin(policy, slot);
             true

@@ -148,14 +148,15 @@ impl<'p, C: Clock> Retry<'p, C> {
     #[cfg_attr(debug_assertions, inline)]
     #[cfg_attr(not(debug_assertions), inline(always))]
     fn first_try_success(&self) {
-        Self::first_try_success_of(self.state.policy());
+        let policy = self.state.policy();
+        Self::first_try_success_of(policy, policy.stats());
     }
 
     #[cfg_attr(debug_assertions, inline)]
     #[cfg_attr(not(debug_assertions), inline(always))]
-    fn first_try_success_of(policy: &Policy) {
-        if let Some(slot) = policy.stats().and_then(RetryStats::slot) {
-            if batch::add(policy, slot, C::now) {
+    fn first_try_success_of(policy: &Policy, stats: Option<&RetryStats>) {
+        if let Some(stats) = stats {
+            if batch::add(policy, stats.batch_index(), C::now) {
                 return;
             }
         }
@@ -210,47 +211,28 @@ impl<'p, C: Clock> Retry<'p, C> {
     #[cfg_attr(debug_assertions, inline)]
     #[cfg_attr(not(debug_assertions), inline(always))]
     pub(crate) fn enter_attempt(&self, frame: Frame) -> AttemptScope<'_> {
-        Self::enter(Some(self), frame)
-    }
-
-    /// At the first poll of a call of [`ms::retrying`], which has no call state yet:
-    /// inside an enclosing deadline, the call begins now, its clock started (as
-    /// [`Retry::start_lazily`] would); otherwise nothing is needed until it fails.
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
-    pub(crate) fn begin_polled(policy: &'p Policy, call: &mut Option<Self>, frame: &mut Frame) {
-        // A call that has state has started its clock, and so its frame: this is only
-        // reached before.
-        debug_assert!(call.is_none(), "a call with state has a started frame");
-        if layer::has_enclosing_deadline() {
-            Self::begin_within(policy, call, frame);
-        }
-    }
-
-    #[cold]
-    #[inline(never)]
-    fn begin_within(policy: &'p Policy, call: &mut Option<Self>, frame: &mut Frame) {
-        let started = Self::start(policy);
-        *frame = started.frame();
-        *call = Some(started);
-    }
-
-    /// [`Retry::enter_attempt`] for a call that may have no state yet (and so no span).
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
-    pub(crate) fn enter(call: Option<&Self>, frame: Frame) -> AttemptScope<'_> {
-        #[cfg(not(feature = "tracing"))]
-        let _ = call;
         let frame = Entered::new(frame);
         AttemptScope {
             #[cfg(feature = "tracing")]
-            span: call
-                .and_then(|call| call.span.0.as_deref())
-                .map(tracing::Span::enter),
+            span: self.span.0.as_deref().map(tracing::Span::enter),
             frame,
             #[cfg(not(feature = "tracing"))]
             call: PhantomData,
         }
+    }
+
+    /// At the first poll of a call of [`ms::retrying`], which has no call state yet,
+    /// inside an enclosing deadline: the call begins now, its clock started (as
+    /// [`Retry::start_lazily`] would). Outside one, nothing is needed until it fails.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn begin_within(policy: &'p Policy, call: &mut Option<Self>, frame: &mut Frame) {
+        // A call that has state has started its clock, and so its frame: this is only
+        // reached before.
+        debug_assert!(call.is_none(), "a call with state has a started frame");
+        let started = Self::start(policy);
+        *frame = started.frame();
+        *call = Some(started);
     }
 
     /// After a poll that left the attempt waiting, and its frame as `frame`: the clock
@@ -267,17 +249,23 @@ impl<'p, C: Clock> Retry<'p, C> {
     #[cfg_attr(not(debug_assertions), inline(always))]
     pub(crate) fn succeeded(policy: &Policy, call: &mut Option<Self>, frame: &Frame) {
         match call {
-            None => {
-                Self::first_try_success_of(policy);
-                // The metrics count every call; the events, only those that retried.
-                #[cfg(feature = "metrics")]
-                telemetry::succeeded(policy, &CallSpan::default(), 1, || Duration::ZERO);
-            }
+            None => Self::first_try_succeeded(policy, policy.stats()),
             Some(call) => {
                 call.state.adopt(frame);
                 call.after_success();
             }
         }
+    }
+
+    /// After a first attempt that succeeded, in a call that has no state; `stats` are
+    /// the policy's, given by a caller that can reach them without a test.
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    pub(crate) fn first_try_succeeded(policy: &Policy, stats: Option<&RetryStats>) {
+        Self::first_try_success_of(policy, stats);
+        // The metrics count every call; the events, only those that retried.
+        #[cfg(feature = "metrics")]
+        telemetry::succeeded(policy, &CallSpan::default(), 1, || Duration::ZERO);
     }
 
     /// After the wait before a retry: `true` to make the next attempt, whose frame is
@@ -526,6 +514,7 @@ pub(crate) struct AttemptScope<'a> {
 }
 
 impl AttemptScope<'_> {
+
     /// Exits the span and puts the previous frame back: the frame as the attempt left
     /// it.
     #[cfg_attr(debug_assertions, inline)]

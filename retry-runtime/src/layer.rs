@@ -322,6 +322,13 @@ impl Entered {
         }
     }
 
+    /// Whether the frame this one replaced, the enclosing layer's, has a deadline.
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    pub(crate) fn outer_has_deadline(&self) -> bool {
+        self.previous.has_deadline()
+    }
+
     /// Puts the previous frame back: the frame as the code inside left it.
     #[cfg_attr(debug_assertions, inline)]
     #[cfg_attr(not(debug_assertions), inline(always))]

@@ -10,7 +10,7 @@ use std::marker::PhantomData;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use crate::layer::Frame;
+use crate::layer::{Entered, Frame};
 
 pub use std::time::Duration;
 
@@ -665,14 +665,16 @@ where
 /// is compiled once per return type.
 ///
 /// A call that succeeds at its first attempt has no call state ([`Retry`]) at all: its
-/// frame (a word) and its policy are all it needs. The state is made when the call first
+/// frame (a word) and its function's statics are all it needs. The state is made when the call first
 /// fails, or at the first poll inside an enclosing deadline, where the call's clock must
 /// start at once.
 struct Core<'p> {
     /// The frame of the attempt in flight; until the first poll, the policy's lazy
     /// frame, which has not started.
     frame: Frame,
-    policy: &'p Policy,
+    /// The function's policy and statistics: the statistics, beside the policy rather
+    /// than behind its pointer, are one load away for the count of a first-try success.
+    site: &'p Site,
     call: Option<Retry<'p, TokioClock>>,
 }
 
@@ -690,14 +692,42 @@ fn drive<R: Outcome>(
     loop {
         let then = match attempts.as_mut().now() {
             Now::Attempt(attempt) => {
-                // At the first poll (the only one whose frame has not started: a poll
-                // that leaves the attempt waiting starts it).
-                if !core.frame.is_started() {
-                    Retry::begin_polled(core.policy, &mut core.call, &mut core.frame);
-                }
-                let scope = Retry::enter(core.call.as_ref(), core.frame);
-                let poll = attempt.poll(cx);
-                let frame = scope.leave();
+                let (poll, frame) = match core.call.as_ref() {
+                    // Nothing has failed yet: no call state, and so no span to enter. A
+                    // path of its own, so that a success here is told from the state
+                    // tested once.
+                    None => {
+                        let entered = Entered::new(core.frame);
+                        // At the first poll (the only one whose frame has not started: a
+                        // poll that leaves the attempt waiting starts it), inside an
+                        // enclosing deadline, the call's clock starts now: the call gets
+                        // its state, and the attempt is polled as one that has it. The
+                        // enclosing frame is the one just replaced: one read of the
+                        // thread-local for both.
+                        if !core.frame.is_started() && entered.outer_has_deadline() {
+                            entered.leave();
+                            Retry::begin_within(&core.site.policy, &mut core.call, &mut core.frame);
+                            continue;
+                        }
+                        let poll = attempt.poll(cx);
+                        let frame = entered.leave();
+                        if let Poll::Ready(outcome) = &poll {
+                            if outcome.failure().is_none() {
+                                Retry::<TokioClock>::first_try_succeeded(
+                                    &core.site.policy,
+                                    Some(&core.site.stats),
+                                );
+                                return poll;
+                            }
+                        }
+                        (poll, frame)
+                    }
+                    Some(call) => {
+                        let scope = call.enter_attempt(core.frame);
+                        let poll = attempt.poll(cx);
+                        (poll, scope.leave())
+                    }
+                };
                 let Poll::Ready(outcome) = poll else {
                     Retry::<TokioClock>::still_waiting(&mut core.frame, frame);
                     return Poll::Pending;
@@ -705,11 +735,11 @@ fn drive<R: Outcome>(
                 // A finished attempt stays in place until the next, or until the future
                 // is dropped: polled again, it says it has finished.
                 let Some(error) = outcome.failure() else {
-                    Retry::succeeded(core.policy, &mut core.call, &frame);
+                    Retry::succeeded(&core.site.policy, &mut core.call, &frame);
                     return Poll::Ready(outcome);
                 };
                 let class = classify(error);
-                match Retry::failed(core.policy, &mut core.call, &frame, class, &show(error)) {
+                match Retry::failed(&core.site.policy, &mut core.call, &frame, class, &show(error)) {
                     Some(wait) => Some((sleep(wait), outcome)),
                     None => return Poll::Ready(outcome),
                 }
@@ -743,8 +773,8 @@ pin_project_lite::pin_project! {
     }
 }
 
-/// Runs an async function under `policy`: `make` makes each attempt's future, `classify`
-/// says what a failure means, `show` how the events show it.
+/// Runs an async function under the policy of its statics, `site`: `make` makes each
+/// attempt's future, `classify` says what a failure means, `show` how the events show it.
 ///
 /// The future is returned as `impl Future`, and the classifier as a function pointer
 /// rather than a function's own type: the generated function's return type is then
@@ -757,7 +787,7 @@ pin_project_lite::pin_project! {
 /// in the function itself.
 #[inline]
 pub fn retrying<R, M, G, S>(
-    policy: &Policy,
+    site: &Site,
     mut make: M,
     classify: fn(&R::Err) -> Class,
     show: S,
@@ -775,8 +805,8 @@ where
             make,
         },
         core: Core {
-            frame: policy.lazy_frame(),
-            policy,
+            frame: site.policy.lazy_frame(),
+            site,
             call: None,
         },
         classify,

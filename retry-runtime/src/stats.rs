@@ -139,6 +139,16 @@ impl RetryStats {
         }
     }
 
+    /// This function's slot in each thread's batches, as [`RetryStats::slot`], but with
+    /// no branch: without a slot, an index beyond every table (`usize::MAX`), which the
+    /// bounds check of the table lookup refuses, so that counting a call in its batch
+    /// tests the slot once.
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    pub(crate) fn batch_index(&self) -> usize {
+        (self.slot.load(Ordering::Relaxed) as usize).wrapping_sub(1)
+    }
+
     /// Adds `n` calls that succeeded at their first attempt.
     pub(crate) fn add_first_try_successes(&self, n: u32) {
         if n > 0 {
