@@ -63,15 +63,20 @@ pub struct Retry<'p, C: Clock> {
     clock: PhantomData<C>,
 }
 
-/// The span of a call, closed when the call ends; with no span (every call that has
-/// not failed), dropping it is one test, inline.
+/// The span of a call, closed when the call ends, by [`Retry`]'s drop (a test inline:
+/// a call that has not failed has none).
 #[derive(Debug, Default)]
 struct SpanSlot(ManuallyDrop<CallSpan>);
 
 impl SpanSlot {
+    /// Whether the call opened a span.
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    fn is_open(&self) -> bool {
+        cfg!(feature = "tracing") && !telemetry_wanted(&self.0)
+    }
+
     #[cfg(feature = "tracing")]
-    #[cold]
-    #[inline(never)]
     fn close(&mut self) {
         drop(ManuallyDrop::into_inner(std::mem::take(&mut self.0)));
     }
@@ -79,16 +84,6 @@ impl SpanSlot {
     /// Without the `tracing` feature there is no span to close.
     #[cfg(not(feature = "tracing"))]
     fn close(&mut self) {}
-}
-
-impl Drop for SpanSlot {
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
-    fn drop(&mut self) {
-        if !telemetry_wanted(&self.0) {
-            self.close();
-        }
-    }
 }
 
 impl<'p, C: Clock> Retry<'p, C> {
@@ -553,15 +548,28 @@ fn telemetry_wanted(_span: &CallSpan) -> bool {
 }
 
 impl<C: Clock> Drop for Retry<'_, C> {
-    /// A call dropped mid-attempt (cancelled) gives its breaker permit back.
+    /// Closes the call's span, if it has one, and gives its breaker permit back if it
+    /// was dropped mid-attempt (cancelled): one test inline, the rest out of line, so
+    /// that a retried future stays cheap to drop.
     #[cfg_attr(debug_assertions, inline)]
     #[cfg_attr(not(debug_assertions), inline(always))]
     fn drop(&mut self) {
+        if self.state.permit.is_some() || self.span.is_open() {
+            self.end();
+        }
+    }
+}
+
+impl<C: Clock> Retry<'_, C> {
+    #[cold]
+    #[inline(never)]
+    fn end(&mut self) {
         if let Some(permit) = self.state.permit.take() {
             if let Some(breaker) = self.state.policy().breaker() {
                 breaker.abandon(permit);
             }
         }
+        self.span.close();
     }
 }
 

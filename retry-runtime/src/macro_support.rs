@@ -597,7 +597,7 @@ pin_project_lite::pin_project! {
         // The failure is kept through the wait, to be returned if the deadline passes.
         Waiting {
             #[pin]
-            pause: Pause,
+            sleep: tokio::time::Sleep,
             outcome: Option<R>,
         },
     }
@@ -618,7 +618,7 @@ enum Now<'a, R> {
     /// An attempt is in flight.
     Attempt(Pin<&'a mut dyn Future<Output = R>>),
     /// A wait before the next attempt, and the outcome kept through it.
-    Waiting(Pin<&'a mut Pause>, &'a mut Option<R>),
+    Waiting(Pin<&'a mut tokio::time::Sleep>, &'a mut Option<R>),
 }
 
 /// The attempts of one retried function as the loop ([`drive`]) sees them, through a
@@ -630,7 +630,7 @@ trait Attempts<R> {
     /// Where the attempts are.
     fn now(self: Pin<&mut Self>) -> Now<'_, R>;
     /// Waits with the pause, keeping the outcome; or, given none, makes the next attempt.
-    fn then(self: Pin<&mut Self>, wait: Option<(Pause, R)>);
+    fn then(self: Pin<&mut Self>, wait: Option<(tokio::time::Sleep, R)>);
 }
 
 impl<M, G, R> Attempts<R> for Slot<M, G, R>
@@ -642,16 +642,16 @@ where
     fn now(self: Pin<&mut Self>) -> Now<'_, R> {
         match self.project().stage.project() {
             StageProj::Attempt { future } => Now::Attempt(future),
-            StageProj::Waiting { pause, outcome } => Now::Waiting(pause, outcome),
+            StageProj::Waiting { sleep, outcome } => Now::Waiting(sleep, outcome),
         }
     }
 
     #[cfg_attr(not(debug_assertions), inline(always))]
-    fn then(self: Pin<&mut Self>, wait: Option<(Pause, R)>) {
+    fn then(self: Pin<&mut Self>, wait: Option<(tokio::time::Sleep, R)>) {
         let mut this = self.project();
         this.stage.set(match wait {
-            Some((pause, outcome)) => Stage::Waiting {
-                pause,
+            Some((sleep, outcome)) => Stage::Waiting {
+                sleep,
                 outcome: Some(outcome),
             },
             None => Stage::Attempt {
@@ -740,12 +740,20 @@ fn drive<R: Outcome>(
                 };
                 let class = classify(error);
                 match Retry::failed(&core.site.policy, &mut core.call, &frame, class, &show(error)) {
-                    Some(wait) => Some((sleep(wait), outcome)),
+                    // No timer for a zero wait, which tokio would round up to its next
+                    // millisecond.
+                    Some(wait) if wait.is_zero() => {
+                        if !Retry::resumed(&mut core.call, &mut core.frame) {
+                            return Poll::Ready(outcome);
+                        }
+                        None
+                    }
+                    Some(wait) => Some((tokio::time::sleep(wait), outcome)),
                     None => return Poll::Ready(outcome),
                 }
             }
-            Now::Waiting(pause, outcome) => {
-                std::task::ready!(pause.poll(cx));
+            Now::Waiting(sleep, outcome) => {
+                std::task::ready!(sleep.poll(cx));
                 if !Retry::resumed(&mut core.call, &mut core.frame) {
                     // The deadline passed while waiting: the last failure stands.
                     return Poll::Ready(outcome.take().expect("a wait keeps its failure"));
