@@ -32,8 +32,8 @@
 //! called, and policies without statistics, count each call at once instead: a clock
 //! read and an atomic update of the budget.
 //!
-//! The table is 6 KiB of thread-local memory (256 slots of 24 bytes), in every thread of
-//! a process that links persevere.
+//! The table is 7 KiB of thread-local memory (256 slots of 24 bytes and their 4-byte
+//! counts), in every thread of a process that links persevere.
 
 use std::cell::Cell;
 use std::time::Instant;
@@ -51,15 +51,14 @@ pub const BATCH: u32 = 64;
 /// of the process to be called.
 pub const SLOTS: usize = 256;
 
-/// One function's first-try successes on one thread, not yet added to its budget and
-/// statistics.
+/// What one thread keeps of one function's first-try successes not yet added to its
+/// budget and statistics; how many there are is in [`LEFT`].
 struct Slot {
-    /// The function's budget and statistics, set when the slot starts a batch.
+    /// The function's budget and statistics, set when the slot starts its first batch.
     budget: Cell<Option<&'static RetryBudget>>,
     stats: Cell<Option<&'static RetryStats>>,
-    /// Successes not yet deposited in the budget.
-    pending: Cell<u32>,
-    /// Of those, how many the statistics already count (added by a read on this thread).
+    /// Of the pending successes, how many the statistics already count (added by a read
+    /// on this thread).
     counted: Cell<u32>,
 }
 
@@ -68,16 +67,14 @@ impl Slot {
         Self {
             budget: Cell::new(None),
             stats: Cell::new(None),
-            pending: Cell::new(0),
             counted: Cell::new(0),
         }
     }
 
-    /// Adds the pending successes to the budget, as requests made at `now`, and to the
+    /// Adds `pending` successes to the budget, as requests made at `now`, and to the
     /// statistics.
     #[cold]
-    fn flush(&self, now: CompactInstant) {
-        let pending = self.pending.replace(0);
+    fn flush(&self, pending: u32, now: CompactInstant) {
         let counted = self.counted.replace(0);
         if pending == 0 {
             return;
@@ -90,9 +87,8 @@ impl Slot {
         }
     }
 
-    /// Adds the pending successes to the statistics only, for a read on this thread.
-    fn count(&self) {
-        let pending = self.pending.get();
+    /// Adds the `pending` successes to the statistics only, for a read on this thread.
+    fn count(&self, pending: u32) {
         let counted = self.counted.replace(pending);
         if let Some(stats) = self.stats.get() {
             stats.add_first_try_successes(pending - counted);
@@ -100,11 +96,33 @@ impl Slot {
     }
 }
 
+/// The successes pending in a slot whose count in [`LEFT`] is `left`.
+fn pending(left: u32) -> u32 {
+    if left == 0 { 0 } else { BATCH - left }
+}
+
+/// Takes a slot's pending successes, whose count in [`LEFT`] is `left`, to add them: a
+/// slot that has started a batch starts a new, empty one.
+fn take_pending(left: &Cell<u32>) -> u32 {
+    let n = pending(left.get());
+    if left.get() != 0 {
+        left.set(BATCH);
+    }
+    n
+}
+
 thread_local! {
     /// This thread's slots. Without a destructor, so that reaching them is one
     /// instruction, with no check of whether the thread is exiting; the slots are added
     /// at the thread's exit by [`FLUSH_AT_EXIT`].
     static SLOTS_OF_THIS_THREAD: [Slot; SLOTS] = const { [const { Slot::new() }; SLOTS] };
+
+    /// For each slot, how many more first-try successes this thread counts before it
+    /// adds the slot's batch, from [`BATCH`] down; `0` for a slot that has not started
+    /// one, whose next count starts it. An array of its own, so that counting a success
+    /// is one decrement of the word at the slot's index, and one test of its sign for
+    /// both ends of a batch.
+    static LEFT: [Cell<u32>; SLOTS] = const { [const { Cell::new(0) }; SLOTS] };
 
     /// Adds this thread's slots when the thread exits; armed when a slot starts a batch.
     static FLUSH_AT_EXIT: FlushAtExit = const { FlushAtExit };
@@ -116,12 +134,15 @@ struct FlushAtExit;
 impl Drop for FlushAtExit {
     fn drop(&mut self) {
         let now = CompactInstant::new(Instant::now());
-        SLOTS_OF_THIS_THREAD.with(|slots| {
-            for slot in slots {
-                if slot.pending.get() > 0 {
-                    slot.flush(now);
+        LEFT.with(|left| {
+            SLOTS_OF_THIS_THREAD.with(|slots| {
+                for (slot, left) in slots.iter().zip(left) {
+                    let pending = take_pending(left);
+                    if pending > 0 {
+                        slot.flush(pending, now);
+                    }
                 }
-            }
+            })
         });
     }
 }
@@ -144,31 +165,39 @@ fn arm_flush_at_exit() {
 #[cfg_attr(debug_assertions, inline)]
 #[cfg_attr(not(debug_assertions), inline(always))]
 pub(crate) fn add(policy: &Policy, slot: usize, now: impl FnOnce() -> Instant) -> bool {
-    let pending = SLOTS_OF_THIS_THREAD.with(|slots| {
-        let slot = slots.get(slot)?;
-        let pending = slot.pending.get() + 1;
-        slot.pending.set(pending);
-        Some(pending)
+    let left = LEFT.with(|left| {
+        let left = left.get(slot)?;
+        let n = left.get().wrapping_sub(1);
+        left.set(n);
+        Some(n)
     });
-    match pending {
+    match left {
         None => false,
-        // Neither the first count of a batch nor its last: one comparison.
-        Some(pending) if pending.wrapping_sub(2) < BATCH - 2 => true,
-        Some(1) => {
-            begin(policy, slot);
+        // Neither the first count of a batch nor its last.
+        Some(n) if n as i32 > 0 => true,
+        Some(n) => {
+            edge(policy, slot, n, now);
             true
         }
-        Some(pending) if pending >= BATCH => {
-            flush(slot, CompactInstant::new(now()));
-            true
-        }
-        Some(_) => true,
     }
 }
 
-/// A slot's first count since it was last added: it learns its function's budget and
-/// statistics, and the thread arms the flush at its exit.
+/// A count that ends a batch (`left` 0: add it) or starts the slot's first (`left`
+/// wrapped below 0).
 #[cold]
+#[inline(never)]
+fn edge(policy: &Policy, slot: usize, left: u32, now: impl FnOnce() -> Instant) {
+    if left == 0 {
+        LEFT.with(|left| left[slot].set(BATCH));
+        SLOTS_OF_THIS_THREAD.with(|slots| slots[slot].flush(BATCH, CompactInstant::new(now())));
+    } else {
+        LEFT.with(|left| left[slot].set(BATCH - 1));
+        begin(policy, slot);
+    }
+}
+
+/// A slot's first count: it learns its function's budget and statistics, and the
+/// thread arms the flush at its exit.
 fn begin(policy: &Policy, slot: usize) {
     SLOTS_OF_THIS_THREAD.with(|slots| {
         slots[slot].budget.set(Some(policy.budget()));
@@ -181,19 +210,23 @@ fn begin(policy: &Policy, slot: usize) {
 /// `now`, and to the statistics.
 #[cold]
 pub(crate) fn flush(slot: usize, now: CompactInstant) {
-    SLOTS_OF_THIS_THREAD.with(|slots| {
-        if let Some(slot) = slots.get(slot) {
-            slot.flush(now);
-        }
+    LEFT.with(|left| {
+        SLOTS_OF_THIS_THREAD.with(|slots| {
+            if let (Some(left), Some(slot)) = (left.get(slot), slots.get(slot)) {
+                slot.flush(take_pending(left), now);
+            }
+        })
     });
 }
 
 /// Adds this thread's pending successes in `slot` to the statistics, for a read.
 pub(crate) fn count(slot: usize) {
-    SLOTS_OF_THIS_THREAD.with(|slots| {
-        if let Some(slot) = slots.get(slot) {
-            slot.count();
-        }
+    LEFT.with(|left| {
+        SLOTS_OF_THIS_THREAD.with(|slots| {
+            if let (Some(left), Some(slot)) = (left.get(slot), slots.get(slot)) {
+                slot.count(pending(left.get()));
+            }
+        })
     });
 }
 
@@ -216,5 +249,41 @@ mod tests {
         // The batch fills: added once, the count already read not added again.
         assert!(add(&POLICY, SLOTS - 1, Instant::now));
         assert_eq!(STATS.snapshot().requests, u64::from(BATCH));
+    }
+
+    // After a full batch the slot counts the next from empty: the second batch is added
+    // at its 64th count, not before, and a flush between batches adds what is pending
+    // and starts the count again.
+    // Can fail: a count that restarted the slot as unstarted, or at the wrong number,
+    // would add the second batch early or late.
+    #[test]
+    fn each_batch_is_added_when_it_fills_and_a_flush_starts_a_new_one() {
+        static STATS: RetryStats = RetryStats::new("batch::tests::batches");
+        static BUDGET: RetryBudget = RetryBudget::new();
+        static POLICY: Policy = Policy::new().with_stats(&STATS).with_budget(&BUDGET);
+        let slot = SLOTS - 2;
+        let requests = || BUDGET.snapshot(Instant::now()).requests;
+        for _ in 0..BATCH {
+            add(&POLICY, slot, Instant::now);
+        }
+        assert_eq!(requests(), u64::from(BATCH));
+        for _ in 0..BATCH - 1 {
+            add(&POLICY, slot, Instant::now);
+        }
+        assert_eq!(requests(), u64::from(BATCH));
+        add(&POLICY, slot, Instant::now);
+        assert_eq!(requests(), u64::from(2 * BATCH));
+        for _ in 0..5 {
+            add(&POLICY, slot, Instant::now);
+        }
+        flush(slot, CompactInstant::new(Instant::now()));
+        assert_eq!(requests(), u64::from(2 * BATCH + 5));
+        for _ in 0..BATCH - 1 {
+            add(&POLICY, slot, Instant::now);
+        }
+        assert_eq!(requests(), u64::from(2 * BATCH + 5));
+        add(&POLICY, slot, Instant::now);
+        assert_eq!(requests(), u64::from(3 * BATCH + 5));
+        assert_eq!(STATS.snapshot().requests, u64::from(3 * BATCH + 5));
     }
 }

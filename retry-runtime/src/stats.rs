@@ -21,6 +21,9 @@ const BUCKET_TOPS: [u32; BUCKETS] = [1, 2, 3, 4, 5, 10, u32::MAX];
 
 const REASONS: usize = 8;
 
+/// The slot of a function that has none: beyond every table of [`batch::SLOTS`].
+const NO_SLOT: u32 = u32::MAX;
+
 /// The counters of one retried function. Lock-free; a `#[retry]` call that succeeds at
 /// once does not touch them: each thread counts those and adds them 64 at a time (see
 /// [`crate::batch`]), and a read on a thread first adds what that thread has pending.
@@ -28,7 +31,7 @@ const REASONS: usize = 8;
 pub struct RetryStats {
     name: &'static str,
     registered: AtomicBool,
-    /// The function's slot in each thread's count of first-try successes, plus one; 0
+    /// The function's slot in each thread's count of first-try successes; `NO_SLOT`
     /// before its first call, and for a function past the first [`batch::SLOTS`].
     slot: AtomicU32,
     /// Successful calls by the number of attempts they took.
@@ -117,7 +120,7 @@ impl RetryStats {
         Self {
             name,
             registered: AtomicBool::new(false),
-            slot: AtomicU32::new(0),
+            slot: AtomicU32::new(NO_SLOT),
             succeeded: [const { AtomicU64::new(0) }; BUCKETS],
             retried_success_attempts: AtomicU64::new(0),
             failed: [const { AtomicU64::new(0) }; REASONS],
@@ -134,19 +137,19 @@ impl RetryStats {
     #[cfg_attr(not(debug_assertions), inline(always))]
     pub(crate) fn slot(&self) -> Option<usize> {
         match self.slot.load(Ordering::Relaxed) {
-            0 => None,
-            n => Some(n as usize - 1),
+            NO_SLOT => None,
+            n => Some(n as usize),
         }
     }
 
     /// This function's slot in each thread's batches, as [`RetryStats::slot`], but with
-    /// no branch: without a slot, an index beyond every table (`usize::MAX`), which the
+    /// no branch: without a slot, an index beyond every table (`NO_SLOT`), which the
     /// bounds check of the table lookup refuses, so that counting a call in its batch
     /// tests the slot once.
     #[cfg_attr(debug_assertions, inline)]
     #[cfg_attr(not(debug_assertions), inline(always))]
     pub(crate) fn batch_index(&self) -> usize {
-        (self.slot.load(Ordering::Relaxed) as usize).wrapping_sub(1)
+        self.slot.load(Ordering::Relaxed) as usize
     }
 
     /// Adds `n` calls that succeeded at their first attempt.
@@ -183,8 +186,7 @@ impl RetryStats {
         if !self.registered.load(Ordering::Acquire) {
             // Functions take the slots in the order of their first calls.
             if registry.len() < batch::SLOTS {
-                self.slot
-                    .store(registry.len() as u32 + 1, Ordering::Relaxed);
+                self.slot.store(registry.len() as u32, Ordering::Relaxed);
             }
             registry.push(self);
             self.registered.store(true, Ordering::Release);
