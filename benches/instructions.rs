@@ -8,6 +8,13 @@
 //!
 //! Instructions per call = (Ir at N calls - Ir at 0 calls) / N: the runtime's start-up and
 //! the warm-up call (which registers statistics and seeds thread-locals) cancel out.
+//!
+//! Each variant is called as a function item, the way criterion's closures in
+//! `overhead.rs` call it and the way a caller's own code calls a function: the compiler
+//! may inline the call and build the future in place. (Called through a function
+//! pointer, every variant whose future is larger than 128 bytes would also pay two
+//! `memcpy` calls of it, 58 instructions here, which the wall-time benchmark does not
+//! see.)
 //! `benches/callgrind.sh` does this for every variant and prints a table.
 //!
 //! Run by `cargo bench` (with `--bench` and no variant), it calls every variant a few
@@ -39,7 +46,7 @@ const VARIANTS: &[Variant] = &[
     ("sync/once/retry", |n| blocking(n, retry_once_sync)),
 ];
 
-fn on_runtime<F: Future<Output = Result<u64, Failure>>>(n: u64, call: fn(u64) -> F) {
+fn on_runtime<F: Future<Output = Result<u64, Failure>>>(n: u64, call: impl Fn(u64) -> F) {
     let rt = runtime();
     rt.block_on(async {
         assert_eq!(call(1).await, Ok(2));
@@ -49,7 +56,7 @@ fn on_runtime<F: Future<Output = Result<u64, Failure>>>(n: u64, call: fn(u64) ->
     });
 }
 
-fn blocking(n: u64, call: fn(u64) -> Result<u64, Failure>) {
+fn blocking(n: u64, call: impl Fn(u64) -> Result<u64, Failure>) {
     assert_eq!(call(1), Ok(2));
     for _ in 0..n {
         let _ = black_box(call(black_box(1)));
