@@ -509,7 +509,6 @@ pub(crate) struct AttemptScope<'a> {
 }
 
 impl AttemptScope<'_> {
-
     /// Exits the span and puts the previous frame back: the frame as the attempt left
     /// it.
     #[cfg_attr(debug_assertions, inline)]

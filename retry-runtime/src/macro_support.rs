@@ -739,7 +739,13 @@ fn drive<R: Outcome>(
                     return Poll::Ready(outcome);
                 };
                 let class = classify(error);
-                match Retry::failed(&core.site.policy, &mut core.call, &frame, class, &show(error)) {
+                match Retry::failed(
+                    &core.site.policy,
+                    &mut core.call,
+                    &frame,
+                    class,
+                    &show(error),
+                ) {
                     // No timer for a zero wait, which tokio would round up to its next
                     // millisecond.
                     Some(wait) if wait.is_zero() => {
