@@ -7,8 +7,14 @@
 # persevere::Classify), the same dependencies and the same function that polls every
 # future once, so the difference in build time is what the attribute costs: expanding
 # it, and compiling what it expands to.
+#
+# BODY=small (the default) gives each function one await and a test; BODY=request gives
+# it the shape of a client call: a URL built with `format!`, a request, a retry-after
+# check and a parse, three awaits in all, so that the body's own code weighs as it does
+# in a function that calls a service.
 set -euo pipefail
 dir="$1" name="$2" kind="$3" n="$4" persevere="$5"
+body="${BODY:-small}"
 mkdir -p "$dir/src"
 
 cat >"$dir/Cargo.toml" <<TOML
@@ -67,6 +73,14 @@ impl Client {
             Ok(self.base + id)
         }
     }
+
+    async fn send(&self, url: String) -> Result<(u16, String), ApiError> {
+        Ok((200, format!("{url}:{}", self.base)))
+    }
+
+    async fn parse(&self, text: &str) -> Result<u64, ApiError> {
+        text.rsplit(':').next().and_then(|n| n.parse().ok()).ok_or(ApiError::Unavailable)
+    }
 }
 RUST
   for i in $(seq 1 "$n"); do
@@ -75,7 +89,23 @@ RUST
       echo "#[persevere::retry]"
       echo "#[persevere::idempotent]"
     fi
-    cat <<RUST
+    if [[ "$body" == request ]]; then
+      cat <<RUST
+pub async fn fetch_$i(client: &Client, id: u64) -> Result<u64, ApiError> {
+    let url = format!("https://api.example.com/v1/items/{}?page={}", id, $i);
+    let (status, text) = client.send(url).await?;
+    match status {
+        200..=299 => {}
+        404 => return Err(ApiError::NotFound(id)),
+        _ => return Err(ApiError::Unavailable),
+    }
+    let value = client.parse(&text).await?;
+    let extra = client.get(value % $((i + 7))).await.unwrap_or(0);
+    Ok(value.wrapping_mul(2).wrapping_add(extra))
+}
+RUST
+    else
+      cat <<RUST
 pub async fn fetch_$i(client: &Client, id: u64) -> Result<u64, ApiError> {
     let value = client.get(id + $i).await?;
     if value % $((i + 1)) == 0 {
@@ -84,6 +114,7 @@ pub async fn fetch_$i(client: &Client, id: u64) -> Result<u64, ApiError> {
     Ok(value * 2)
 }
 RUST
+    fi
   done
   # Each future polled once, in both crates: a future made by a generic wrapper (as
   # `#[retry]`'s is) is compiled where it is polled, so without this the retried crate

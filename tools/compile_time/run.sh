@@ -15,8 +15,9 @@
 # (CARGO_INCREMENTAL=0), else a touched but unchanged file would be served from the
 # incremental cache and the build would time little more than cargo itself.
 #
-# Environment: PROFILE=release times release builds (default: dev); CARGO_TARGET_DIR is
-# ignored: the crates share target/compile_time/target.
+# Environment: PROFILE=release times release builds (default: dev); BODY=request gives
+# every function the body of a client call instead of a one-line one (see generate.sh);
+# CARGO_TARGET_DIR is ignored: the crates share target/compile_time/target.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
@@ -73,7 +74,7 @@ done
 med_noop="$(median "${noop[@]}")"
 
 echo
-echo "functions: $n, profile: $profile, runs: $runs (medians)"
+echo "functions: $n, bodies: ${BODY:-small}, profile: $profile, runs: $runs (medians)"
 printf 'without #[retry]: %6.3f s\n' "${med[plain]}"
 printf 'with #[retry]:    %6.3f s\n' "${med[retry]}"
 printf 'nothing to build: %6.3f s (cargo itself, in both)\n' "$med_noop"
