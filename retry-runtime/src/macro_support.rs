@@ -603,16 +603,6 @@ pin_project_lite::pin_project! {
     }
 }
 
-pin_project_lite::pin_project! {
-    /// The attempts of one retried function: the one in flight (or the wait before the
-    /// next), and what makes the next.
-    struct Slot<M, G, R> {
-        #[pin]
-        stage: Stage<G, R>,
-        make: M,
-    }
-}
-
 /// Where the attempts of a retried function are, as [`drive`] sees them.
 enum Now<'a, R> {
     /// An attempt is in flight.
@@ -621,33 +611,35 @@ enum Now<'a, R> {
     Waiting(Pin<&'a mut tokio::time::Sleep>, &'a mut Option<R>),
 }
 
-/// The attempts of one retried function as the loop ([`drive`]) sees them, through a
-/// trait object: the loop is then compiled once per return type, not once per function,
-/// and what each function brings to the build is these two small methods. Optimised,
-/// the loop is inlined into each function's `poll`, where the object's type is known,
-/// and the calls through it are direct.
-trait Attempts<R> {
-    /// Where the attempts are.
-    fn now(self: Pin<&mut Self>) -> Now<'_, R>;
-    /// Waits with the pause, keeping the outcome; or, given none, makes the next attempt.
+/// A retried call as the loop ([`drive`]) sees it, through a trait object: the loop is
+/// then compiled once per return type, not once per function, and what each function
+/// brings to the build is these two small methods. Optimised, the loop is inlined into
+/// each function's `poll`, where the object's type is known, and the calls through it
+/// are direct.
+trait Attempts<'p, R> {
+    /// Where the attempts are, and what the call keeps besides them.
+    fn now(self: Pin<&mut Self>) -> (Now<'_, R>, &mut Core<'p>);
+    /// Waits with the sleep, keeping the outcome; or, given none, makes the next attempt.
     fn then(self: Pin<&mut Self>, wait: Option<(tokio::time::Sleep, R)>);
 }
 
-impl<M, G, R> Attempts<R> for Slot<M, G, R>
+impl<'p, M, G, S> Attempts<'p, G::Output> for Retrying<'p, M, G, S>
 where
     M: FnMut() -> G,
-    G: Future<Output = R>,
+    G: Future<Output: Outcome>,
 {
     #[cfg_attr(not(debug_assertions), inline(always))]
-    fn now(self: Pin<&mut Self>) -> Now<'_, R> {
-        match self.project().stage.project() {
+    fn now(self: Pin<&mut Self>) -> (Now<'_, G::Output>, &mut Core<'p>) {
+        let this = self.project();
+        let now = match this.stage.project() {
             StageProj::Attempt { future } => Now::Attempt(future),
             StageProj::Waiting { sleep, outcome } => Now::Waiting(sleep, outcome),
-        }
+        };
+        (now, this.core)
     }
 
     #[cfg_attr(not(debug_assertions), inline(always))]
-    fn then(self: Pin<&mut Self>, wait: Option<(tokio::time::Sleep, R)>) {
+    fn then(self: Pin<&mut Self>, wait: Option<(tokio::time::Sleep, G::Output)>) {
         let mut this = self.project();
         this.stage.set(match wait {
             Some((sleep, outcome)) => Stage::Waiting {
@@ -682,15 +674,15 @@ struct Core<'p> {
 /// with the layer's frame installed around each poll of an attempt.
 #[cfg_attr(debug_assertions, inline)]
 #[cfg_attr(not(debug_assertions), inline(always))]
-fn drive<R: Outcome>(
-    core: &mut Core<'_>,
-    mut attempts: Pin<&mut dyn Attempts<R>>,
+fn drive<'p, R: Outcome>(
+    mut attempts: Pin<&mut dyn Attempts<'p, R>>,
     classify: fn(&R::Err) -> Class,
     show: fn(&R::Err) -> Shown<'_>,
     cx: &mut Context<'_>,
 ) -> Poll<R> {
     loop {
-        let then = match attempts.as_mut().now() {
+        let (now, core) = attempts.as_mut().now();
+        let then = match now {
             Now::Attempt(attempt) => {
                 let (poll, frame) = match core.call.as_ref() {
                     // Nothing has failed yet: no call state, and so no span to enter. A
@@ -779,8 +771,11 @@ pin_project_lite::pin_project! {
     /// The generated function returns this future rather than being an `async fn` that
     /// awaits its body: a function is then one state machine (its body's), not two.
     struct Retrying<'p, M, G: Future<Output: Outcome>, S> {
+        // The attempt in flight, or the wait before the next.
         #[pin]
-        attempts: Slot<M, G, G::Output>,
+        stage: Stage<G, G::Output>,
+        // Makes the next attempt.
+        make: M,
         core: Core<'p>,
         classify: fn(&<G::Output as Outcome>::Err) -> Class,
         show: PhantomData<S>,
@@ -814,10 +809,8 @@ where
 {
     let _ = show;
     Retrying {
-        attempts: Slot {
-            stage: Stage::Attempt { future: make() },
-            make,
-        },
+        stage: Stage::Attempt { future: make() },
+        make,
         core: Core {
             frame: site.policy.lazy_frame(),
             site,
@@ -838,8 +831,8 @@ where
 
     #[cfg_attr(debug_assertions, inline)]
     #[cfg_attr(not(debug_assertions), inline(always))]
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<G::Output> {
-        let this = self.project();
-        drive(this.core, this.attempts, *this.classify, S::show, cx)
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<G::Output> {
+        let classify = *self.as_mut().project().classify;
+        drive(self, classify, S::show, cx)
     }
 }
