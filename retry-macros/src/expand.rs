@@ -13,7 +13,7 @@ use crate::item::{LightFn, is_attr};
 /// Expands `#[retry(args)] item`. On any error, the errors are emitted together with
 /// the function as written, so its callers see no cascade of "cannot find function".
 pub fn retry(args: TokenStream, written: TokenStream) -> TokenStream {
-    let LightFn { item, body } = match syn::parse2(written.clone()) {
+    let LightFn { item, body } = match LightFn::split(written.clone()) {
         Ok(function) => function,
         Err(e) => {
             let e = syn::Error::new(

@@ -31,7 +31,7 @@ pub fn idempotent(args: TokenStream, item: TokenStream) -> TokenStream {
     let Ok(LightFn {
         item: mut function,
         body,
-    }) = syn::parse2::<LightFn>(item.clone())
+    }) = LightFn::split(item.clone())
     else {
         // A method declared in a trait, without a body, may be marked for its
         // implementations' readers; anything else is a mistake.

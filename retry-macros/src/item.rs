@@ -6,8 +6,8 @@
 //! build (and proc macros run unoptimised in a debug build), so the body stays a token
 //! tree, handed back to the compiler as written.
 
-use proc_macro2::{Delimiter, Group};
-use syn::parse::{Parse, ParseStream};
+use proc_macro2::{Delimiter, Group, Span, TokenStream, TokenTree};
+use syn::parse::{ParseStream, Parser};
 use syn::{Attribute, Block, ItemFn, Signature, Visibility};
 
 /// A function with a body, the body unparsed.
@@ -18,15 +18,26 @@ pub struct LightFn {
     pub body: Group,
 }
 
-impl Parse for LightFn {
-    fn parse(input: ParseStream<'_>) -> syn::Result<Self> {
-        let attrs = input.call(Attribute::parse_outer)?;
-        let vis: Visibility = input.parse()?;
-        let sig: Signature = input.parse()?;
-        let body: Group = input.parse()?;
-        if body.delimiter() != Delimiter::Brace {
-            return Err(syn::Error::new(body.span(), "expected the function's body"));
-        }
+impl LightFn {
+    /// `tokens`, a function as written, as its parsed head and its body. The body is
+    /// split off before syn sees the tokens: syn copies every token it parses into a
+    /// buffer of its own, and the body is most of a function's tokens.
+    pub fn split(tokens: TokenStream) -> syn::Result<Self> {
+        let mut trees: Vec<TokenTree> = tokens.into_iter().collect();
+        let body = match trees.pop() {
+            Some(TokenTree::Group(group)) if group.delimiter() == Delimiter::Brace => group,
+            Some(last) => {
+                return Err(syn::Error::new(last.span(), "expected the function's body"));
+            }
+            None => return Err(syn::Error::new(Span::call_site(), "expected a function")),
+        };
+        let head = |input: ParseStream<'_>| {
+            let attrs = input.call(Attribute::parse_outer)?;
+            let vis: Visibility = input.parse()?;
+            let sig: Signature = input.parse()?;
+            Ok((attrs, vis, sig))
+        };
+        let (attrs, vis, sig) = head.parse2(trees.into_iter().collect())?;
         let item = ItemFn {
             attrs,
             vis,
