@@ -619,8 +619,10 @@ enum Now<'a, R> {
 trait Attempts<'p, R> {
     /// Where the attempts are, and what the call keeps besides them.
     fn now(self: Pin<&mut Self>) -> (Now<'_, R>, &mut Core<'p>);
-    /// Waits with the sleep, keeping the outcome; or, given none, makes the next attempt.
-    fn then(self: Pin<&mut Self>, wait: Option<(tokio::time::Sleep, R)>);
+    /// Waits for the time given, keeping the outcome; or, given none, makes the next
+    /// attempt. (The timer is made in place, not moved in: moves are copies in an
+    /// unoptimised build, and this method is compiled once per function.)
+    fn then(self: Pin<&mut Self>, wait: Option<(Duration, R)>);
 }
 
 impl<'p, M, G, S> Attempts<'p, G::Output> for Retrying<'p, M, G, S>
@@ -639,11 +641,11 @@ where
     }
 
     #[cfg_attr(not(debug_assertions), inline(always))]
-    fn then(self: Pin<&mut Self>, wait: Option<(tokio::time::Sleep, G::Output)>) {
+    fn then(self: Pin<&mut Self>, wait: Option<(Duration, G::Output)>) {
         let mut this = self.project();
         this.stage.set(match wait {
-            Some((sleep, outcome)) => Stage::Waiting {
-                sleep,
+            Some((wait, outcome)) => Stage::Waiting {
+                sleep: tokio::time::sleep(wait),
                 outcome: Some(outcome),
             },
             None => Stage::Attempt {
@@ -746,7 +748,7 @@ fn drive<'p, R: Outcome>(
                         }
                         None
                     }
-                    Some(wait) => Some((tokio::time::sleep(wait), outcome)),
+                    Some(wait) => Some((wait, outcome)),
                     None => return Poll::Ready(outcome),
                 }
             }
