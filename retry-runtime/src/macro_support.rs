@@ -659,9 +659,9 @@ where
 /// is compiled once per return type.
 ///
 /// A call that succeeds at its first attempt has no call state ([`Retry`]) at all: its
-/// frame (a word) and its function's statics are all it needs. The state is made when the call first
-/// fails, or at the first poll inside an enclosing deadline, where the call's clock must
-/// start at once.
+/// frame (a word) and its function's statics are all it needs. The state is made when
+/// the call first fails, or at the first poll inside an enclosing deadline, where the
+/// call's clock must start at once.
 struct Core<'p> {
     /// The frame of the attempt in flight; until the first poll, the policy's lazy
     /// frame, which has not started.
