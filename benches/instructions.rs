@@ -8,6 +8,7 @@
 //!
 //! Instructions per call = (Ir at N calls - Ir at 0 calls) / N: the runtime's start-up and
 //! the warm-up call (which registers statistics and seeds thread-locals) cancel out.
+//! `benches/callgrind.sh` does this for every variant and prints a table.
 //!
 //! Each variant is called as a function item, the way criterion's closures in
 //! `overhead.rs` call it and the way a caller's own code calls a function: the compiler
@@ -15,7 +16,6 @@
 //! pointer, every variant whose future is larger than 128 bytes would also pay two
 //! `memcpy` calls of it, 58 instructions here, which the wall-time benchmark does not
 //! see.)
-//! `benches/callgrind.sh` does this for every variant and prints a table.
 //!
 //! Run by `cargo bench` (with `--bench` and no variant), it calls every variant a few
 //! times and checks their results, so that it cannot rot.

@@ -254,8 +254,8 @@ mod tests {
     // After a full batch the slot counts the next from empty: the second batch is added
     // at its 64th count, not before, and a flush between batches adds what is pending
     // and starts the count again.
-    // Can fail: a count that restarted the slot as unstarted, or at the wrong number,
-    // would add the second batch early or late.
+    // Can fail: a batch started or restarted at the wrong count (checked by starting
+    // the first at `BATCH - 2`) adds the next batch early or late.
     #[test]
     fn each_batch_is_added_when_it_fills_and_a_flush_starts_a_new_one() {
         static STATS: RetryStats = RetryStats::new("batch::tests::batches");

@@ -239,25 +239,22 @@ impl<'p, C: Clock> Retry<'p, C> {
         *slot = frame;
     }
 
-    /// After an attempt that succeeded, which left its frame as `frame`.
+    /// After a later attempt (or a first one that started the call's clock) that
+    /// succeeded, which left its frame as `frame`. A first-try success of a call without
+    /// state is [`Retry::first_try_succeeded`].
     #[cfg_attr(debug_assertions, inline)]
     #[cfg_attr(not(debug_assertions), inline(always))]
-    pub(crate) fn succeeded(policy: &Policy, call: &mut Option<Self>, frame: &Frame) {
-        match call {
-            None => Self::first_try_succeeded(policy, policy.stats()),
-            Some(call) => {
-                call.state.adopt(frame);
-                call.after_success();
-            }
-        }
+    pub(crate) fn succeeded(&mut self, frame: &Frame) {
+        self.state.adopt(frame);
+        self.after_success();
     }
 
     /// After a first attempt that succeeded, in a call that has no state; `stats` are
-    /// the policy's, given by a caller that can reach them without a test.
+    /// the policy's, given by a caller that reaches them without a test.
     #[cfg_attr(debug_assertions, inline)]
     #[cfg_attr(not(debug_assertions), inline(always))]
-    pub(crate) fn first_try_succeeded(policy: &Policy, stats: Option<&RetryStats>) {
-        Self::first_try_success_of(policy, stats);
+    pub(crate) fn first_try_succeeded(policy: &Policy, stats: &RetryStats) {
+        Self::first_try_success_of(policy, Some(stats));
         // The metrics count every call; the events, only those that retried.
         #[cfg(feature = "metrics")]
         telemetry::succeeded(policy, &CallSpan::default(), 1, || Duration::ZERO);

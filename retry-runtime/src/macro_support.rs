@@ -709,7 +709,7 @@ fn drive<'p, R: Outcome>(
                             if outcome.failure().is_none() {
                                 Retry::<TokioClock>::first_try_succeeded(
                                     &core.site.policy,
-                                    Some(&core.site.stats),
+                                    &core.site.stats,
                                 );
                                 return poll;
                             }
@@ -728,8 +728,13 @@ fn drive<'p, R: Outcome>(
                 };
                 // A finished attempt stays in place until the next, or until the future
                 // is dropped: polled again, it says it has finished.
+                // A call without state that succeeded has returned above.
                 let Some(error) = outcome.failure() else {
-                    Retry::succeeded(&core.site.policy, &mut core.call, &frame);
+                    let call = core
+                        .call
+                        .as_mut()
+                        .expect("a call without state has returned");
+                    call.succeeded(&frame);
                     return Poll::Ready(outcome);
                 };
                 let class = classify(error);
