@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::mpsc;
 use std::thread;
 
-use persevere::batch::BATCH;
+use persevere::__private::BATCH;
 use persevere::{BudgetSnapshot, RetryBudget, StatsSnapshot, idempotent, retry, stats};
 
 /// Calls a thread makes in the tests below: one full batch, and 8 left pending.

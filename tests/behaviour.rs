@@ -781,7 +781,7 @@ async fn by_macro(probe: &Probe, script: Script<'_>) -> Result<u32, TestError> {
 /// `script` under `POLICY` through `persevere::retry`: the result, the calls, the gaps.
 async fn by_runtime(script: Script<'_>) -> (Result<u32, TestError>, u32, Vec<Duration>) {
     let probe = Probe::new();
-    let result = persevere::retry(&POLICY, || {
+    let result = persevere::retry_fn(&POLICY, || {
         let outcome = script(probe.enter());
         async move { outcome }
     })

@@ -3,7 +3,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use crate::layer::CompactInstant;
+use crate::clock::CompactInstant;
 use crate::window::{Epochs, RollingCount};
 
 const PPM: u64 = 1_000_000;

@@ -2,50 +2,57 @@
 //! jitter, deadlines and classification.
 //!
 //! Most users reach it through `#[persevere::retry]`; it is usable on its own, without
-//! the macros, through [`retry`] and [`retry_blocking`], or piece by piece: a [`Policy`]
+//! the macros, through [`retry_fn`] and [`retry_blocking`], or piece by piece: a [`Policy`]
 //! says what a call may do, a [`Backoff`] yields its waits, a [`RetryState`] decides
 //! after each failure whether to wait or give up, and [`Classify`] says which failures a
 //! retry can fix.
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
-mod attempt;
-pub mod backoff;
-pub mod batch;
-mod breaker;
-mod budget;
+// Lowest first: each module imports only those above it in this list.
+mod clock;
 mod classify;
-pub mod deadline;
-mod driver;
+mod give_up;
 mod hook;
-#[cfg(feature = "http")]
-pub mod http;
 mod key;
+mod rng;
+mod timeout;
+mod window;
 mod layer;
+mod budget;
+mod breaker;
+mod batch;
+pub mod stats;
+mod policy;
+pub mod backoff;
+mod state;
+pub mod telemetry;
+mod call;
+mod limit;
+mod handling;
+mod run;
+pub mod deadline;
 #[doc(hidden)]
 pub mod macro_support;
-mod policy;
+#[cfg(feature = "http")]
+pub mod http;
 #[cfg(feature = "reqwest")]
 pub mod reqwest;
-mod rng;
 #[cfg(feature = "rusqlite")]
 pub mod rusqlite;
-pub mod stats;
-pub mod telemetry;
-mod timeout;
 #[cfg(feature = "tower")]
 pub mod tower;
-mod window;
 
-pub use attempt::{GiveUp, RetryState, Step};
 pub use backoff::{Backoff, Delays};
 pub use breaker::{BreakerSnapshot, BreakerState, CircuitBreaker, CircuitOpen, Permit};
 pub use budget::{BudgetSnapshot, RetryBudget};
 pub use classify::{Class, Classify};
-pub use driver::{Clock, Retry, SystemClock, TokioClock, retry, retry_blocking};
+pub use give_up::GiveUp;
 pub use hook::BeforeWait;
 pub use key::{IdempotencyKey, ParseKeyError};
-pub use policy::{Jitter, Nesting, Policy};
+pub use policy::{Jitter, Layers, Policy};
 pub use rng::seed_thread_rng;
+pub use run::{retry_blocking, retry_fn};
+pub use state::{RetryState, Step};
 pub use stats::{RetryStats, StatsSnapshot};
 pub use timeout::AttemptTimedOut;

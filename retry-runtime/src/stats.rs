@@ -9,9 +9,8 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
-use crate::attempt::GiveUp;
 use crate::batch;
-use crate::telemetry::reason_index;
+use crate::give_up::GiveUp;
 
 /// Buckets of the attempts-to-success distribution: 1, 2, 3, 4, 5, 6-10, 11 or more.
 const BUCKETS: usize = 7;
@@ -19,7 +18,7 @@ const BUCKETS: usize = 7;
 /// The upper bounds of the buckets, inclusive; the last is open.
 const BUCKET_TOPS: [u32; BUCKETS] = [1, 2, 3, 4, 5, 10, u32::MAX];
 
-const REASONS: usize = 8;
+const REASONS: usize = GiveUp::COUNT;
 
 /// The slot of a function that has none: beyond every table of [`batch::SLOTS`].
 const NO_SLOT: u32 = u32::MAX;
@@ -45,7 +44,7 @@ pub struct RetryStats {
     /// Time spent waiting between attempts, in nanoseconds.
     waited_nanos: AtomicU64,
     #[cfg(feature = "metrics")]
-    labels: crate::telemetry::MetricLabels,
+    labels: MetricLabels,
 }
 
 /// A copy of a function's counters.
@@ -127,7 +126,7 @@ impl RetryStats {
             failed_attempts: AtomicU64::new(0),
             waited_nanos: AtomicU64::new(0),
             #[cfg(feature = "metrics")]
-            labels: crate::telemetry::MetricLabels::new(name),
+            labels: MetricLabels::new(name),
         }
     }
 
@@ -153,15 +152,13 @@ impl RetryStats {
     }
 
     /// Adds `n` calls that succeeded at their first attempt.
-    pub(crate) fn add_first_try_successes(&self, n: u32) {
-        if n > 0 {
-            self.succeeded[0].fetch_add(u64::from(n), Ordering::Relaxed);
-        }
+    pub(crate) fn first_try_successes(&self) -> &AtomicU64 {
+        &self.succeeded[0]
     }
 
     /// The labels of this function's metrics.
     #[cfg(feature = "metrics")]
-    pub(crate) fn labels(&self) -> &crate::telemetry::MetricLabels {
+    pub(crate) fn labels(&self) -> &MetricLabels {
         &self.labels
     }
 
@@ -209,7 +206,7 @@ impl RetryStats {
 
     /// Records a call that gave up after `attempts` attempts.
     pub fn record_failure(&self, attempts: u32, reason: GiveUp) {
-        self.failed[reason_index(reason)].fetch_add(1, Ordering::Relaxed);
+        self.failed[reason.index()].fetch_add(1, Ordering::Relaxed);
         self.failed_attempts
             .fetch_add(u64::from(attempts), Ordering::Relaxed);
     }
@@ -232,7 +229,7 @@ impl RetryStats {
         let attempts_to_success: [u64; BUCKETS] = std::array::from_fn(|i| load(&self.succeeded[i]));
         let succeeded: u64 = attempts_to_success.iter().sum();
         let f: [u64; REASONS] = std::array::from_fn(|i| load(&self.failed[i]));
-        let count = |reason| f[reason_index(reason)];
+        let count = |reason: GiveUp| f[reason.index()];
         let failed = FailureCounts {
             permanent: count(GiveUp::Permanent),
             attempts_exhausted: count(GiveUp::AttemptsExhausted)
@@ -337,6 +334,54 @@ impl fmt::Display for Report {
         Ok(())
     }
 }
+
+/// The label sets of one function's metrics, built in `const` context from its name, so
+/// that recording a metric allocates nothing, recorder or not.
+#[cfg(feature = "metrics")]
+#[derive(Debug)]
+pub(crate) struct MetricLabels {
+    pub(crate) function: [metrics::Label; 1],
+    pub(crate) ok: [metrics::Label; 2],
+    pub(crate) error: [metrics::Label; 2],
+    pub(crate) reasons: [[metrics::Label; 2]; 8],
+    pub(crate) to_open: [metrics::Label; 2],
+    pub(crate) to_closed: [metrics::Label; 2],
+    pub(crate) to_half_open: [metrics::Label; 2],
+}
+
+#[cfg(feature = "metrics")]
+impl MetricLabels {
+    /// The labels of the function `name`.
+    pub(crate) const fn new(name: &'static str) -> Self {
+        use metrics::Label;
+        const fn pair(name: &'static str, key: &'static str, value: &'static str) -> [Label; 2] {
+            [
+                Label::from_static_parts("function", name),
+                Label::from_static_parts(key, value),
+            ]
+        }
+        let reasons = [
+            pair(name, "reason", GiveUp::LABELS[0]),
+            pair(name, "reason", GiveUp::LABELS[1]),
+            pair(name, "reason", GiveUp::LABELS[2]),
+            pair(name, "reason", GiveUp::LABELS[3]),
+            pair(name, "reason", GiveUp::LABELS[4]),
+            pair(name, "reason", GiveUp::LABELS[5]),
+            pair(name, "reason", GiveUp::LABELS[6]),
+            pair(name, "reason", GiveUp::LABELS[7]),
+        ];
+        Self {
+            function: [Label::from_static_parts("function", name)],
+            ok: pair(name, "outcome", "ok"),
+            error: pair(name, "outcome", "error"),
+            reasons,
+            to_open: pair(name, "to", "open"),
+            to_closed: pair(name, "to", "closed"),
+            to_half_open: pair(name, "to", "half_open"),
+        }
+    }
+}
+
 
 #[cfg(test)]
 mod tests {

@@ -1,10 +1,9 @@
 //! The attempt loop's state machine: after each failure, wait how long, or give up why.
 //!
 //! [`RetryState`] is sans-I/O: it is told the time and handed the randomness, and answers
-//! with a [`Step`]. The macro's generated loop and the [`crate::Retry`] driver do the
+//! with a [`Step`]. The driver (`run`) does the
 //! sleeping; tests and simulations can drive it directly.
 
-use std::fmt;
 use std::time::{Duration, Instant};
 
 use rand::Rng;
@@ -12,7 +11,9 @@ use rand::Rng;
 use crate::backoff::Backoff;
 use crate::breaker::Permit;
 use crate::classify::Class;
-use crate::layer::{CompactDeadline, CompactInstant, Frame};
+use crate::clock::{CompactDeadline, CompactInstant};
+use crate::give_up::GiveUp;
+use crate::layer::Frame;
 use crate::policy::Policy;
 
 /// What to do after a failed attempt.
@@ -22,44 +23,6 @@ pub enum Step {
     Retry(Duration),
     /// Stop, and return the last failure to the caller.
     GiveUp(GiveUp),
-}
-
-/// Why a call stopped retrying and returned its last failure.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum GiveUp {
-    /// The failure is one a retry cannot fix.
-    Permanent,
-    /// The policy's backstop on the number of attempts was reached.
-    AttemptsExhausted,
-    /// The next attempt could not start before the deadline.
-    DeadlineExceeded,
-    /// The server asked for a wait longer than the policy's `max_retry_after`.
-    RetryAfterTooLong,
-    /// The failures were of uncertain class (an HTTP 500) for the policy's
-    /// `uncertain_attempts` attempts.
-    UncertainExhausted,
-    /// The retry budget refused the retry: retries are already at their share of
-    /// requests, as in an outage.
-    BudgetExhausted,
-    /// The failure came out of a nested `#[retry]` call, which has already retried it.
-    RetriedInside,
-    /// The circuit breaker is open: the attempt was not made.
-    CircuitOpen,
-}
-
-impl fmt::Display for GiveUp {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            GiveUp::Permanent => "the failure is permanent",
-            GiveUp::AttemptsExhausted => "the attempts are exhausted",
-            GiveUp::DeadlineExceeded => "the deadline leaves no time for another attempt",
-            GiveUp::RetryAfterTooLong => "the server asked for a wait beyond max_retry_after",
-            GiveUp::UncertainExhausted => "the uncertain failures reached their limit",
-            GiveUp::BudgetExhausted => "the retry budget is spent",
-            GiveUp::RetriedInside => "a nested retrying call already retried the failure",
-            GiveUp::CircuitOpen => "the circuit breaker is open",
-        })
-    }
 }
 
 /// The state of one retried call: how many attempts it made, when its deadline falls,
