@@ -33,13 +33,6 @@
 #![forbid(unsafe_code)]
 
 pub use persevere_macros::{Classify, idempotent, retry};
-pub use persevere_runtime::{
-    AttemptTimedOut, Backoff, BeforeWait, BreakerSnapshot, BreakerState, BudgetSnapshot,
-    CircuitBreaker, CircuitOpen, Class, Classify, Delays, GiveUp, IdempotencyKey, Jitter, Layers,
-    ParseKeyError, Permit, Policy, RetryBudget, RetryState, RetryStats, StatsSnapshot, Step,
-    retry_blocking, retry_fn, seed_thread_rng,
-};
-pub use persevere_runtime::{backoff, deadline, stats, telemetry};
 #[cfg(feature = "http")]
 pub use persevere_runtime::http;
 #[cfg(feature = "reqwest")]
@@ -48,6 +41,13 @@ pub use persevere_runtime::reqwest;
 pub use persevere_runtime::rusqlite;
 #[cfg(feature = "tower")]
 pub use persevere_runtime::tower;
+pub use persevere_runtime::{
+    AttemptTimedOut, Backoff, BeforeWait, BreakerSnapshot, BreakerState, BudgetSnapshot,
+    CircuitBreaker, CircuitOpen, Class, Classify, Delays, GiveUp, IdempotencyKey, Jitter, Layers,
+    ParseKeyError, Permit, Policy, RetryBudget, RetryState, RetryStats, StatsSnapshot, Step,
+    retry_blocking, retry_fn, seed_thread_rng,
+};
+pub use persevere_runtime::{backoff, deadline, stats, telemetry};
 
 #[doc(hidden)]
 pub mod __private {

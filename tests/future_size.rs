@@ -82,7 +82,10 @@ fn print_pieces() {
     static POLICY: Policy = Policy::new();
     let run = Run::lazy(&POLICY);
     println!("pieces:");
-    println!("  Run (the call's core)             {:>4} B", size_of_val(&run));
+    println!(
+        "  Run (the call's core)             {:>4} B",
+        size_of_val(&run)
+    );
     println!(
         "  RetryState                        {:>4} B",
         size_of::<RetryState<'static>>()

@@ -1,14 +1,15 @@
 //! Code generation for `#[retry]`.
 
-use proc_macro2::{Delimiter, Group, Span, TokenStream, TokenTree};
+use proc_macro2::{Delimiter, Group, Span, TokenStream};
 use quote::{quote, quote_spanned};
 use syn::spanned::Spanned;
 use syn::{Ident, ItemFn, Type};
 
-use crate::args::{self, Args, Jitter, Layers, On, push};
-use crate::duration;
+use crate::args::{self, Args, Jitter, Layers, On};
+use crate::diag::{locate, with_item};
 use crate::func::{self, RetryFn};
 use crate::item::{LightFn, is_attr};
+use crate::valid;
 
 /// Expands `#[retry(args)] item`. On any error, the errors are emitted together with
 /// the function as written, so its callers see no cascade of "cannot find function".
@@ -29,107 +30,15 @@ pub fn retry(args: TokenStream, written: TokenStream) -> TokenStream {
         Some(krate) => quote!(#krate::__private),
         None => quote!(::persevere::__private),
     };
-    let plan = func::analyse(&item, &private, &mut errors);
-    check_idempotent(&args, &item, &mut errors);
+    valid::function(&args, &item, &mut errors);
+    let plan = func::analyse(&item, &private);
     let key_check = plan
         .as_ref()
-        .and_then(|plan| check_key(&args, plan, &private, &mut errors));
-    if let (Some(timeout), None) = (&args.attempt_timeout, &item.sig.asyncness) {
-        push(
-            &mut errors,
-            syn::Error::new(
-                timeout.span,
-                "`attempt_timeout` needs an `async fn`: a blocking call cannot be cancelled once started; remove it, or make the function async",
-            ),
-        );
-    }
+        .and_then(|plan| valid::key(&args, plan, &private, &mut errors));
     match (errors, plan) {
         (None, Some(plan)) => generate(&args, &private, plan, body, key_check.unwrap_or_default()),
         (Some(errors), _) => with_item(errors, written),
-        (None, None) => unreachable!("analyse reports why it cannot plan"),
-    }
-}
-
-/// `tokens`, groups included, moved to the location of `span`, so that an error the
-/// compiler reports on them points at the user's token rather than at the attribute.
-/// Each keeps its own resolution (hygiene), so names still refer to what they did and
-/// the compiler still knows generated tokens as generated, not suggesting edits to them.
-pub fn locate(tokens: TokenStream, span: Span) -> TokenStream {
-    tokens
-        .into_iter()
-        .map(|token| match token {
-            TokenTree::Group(group) => {
-                let mut moved = Group::new(group.delimiter(), locate(group.stream(), span));
-                moved.set_span(group.span().located_at(span));
-                TokenTree::Group(moved)
-            }
-            mut token => {
-                token.set_span(token.span().located_at(span));
-                token
-            }
-        })
-        .collect()
-}
-
-fn with_item(errors: syn::Error, item: TokenStream) -> TokenStream {
-    let errors = errors.to_compile_error();
-    quote! { #errors #item }
-}
-
-/// `#[retry]` repeats the call, so the call must be safe to repeat.
-fn check_idempotent(args: &Args, item: &ItemFn, errors: &mut Option<syn::Error>) {
-    let marked = args.idempotent
-        || args.key.is_some()
-        || matches!(args.on, Some(On::Unsent(_)))
-        || item.attrs.iter().any(|attr| is_attr(attr, "idempotent"));
-    if !marked {
-        push(
-            errors,
-            syn::Error::new(
-                item.sig.ident.span(),
-                format!(
-                    "`{}` is retried but not marked safe to repeat: a retry may run a write that already took effect (a payment, an insert) a second time\n\
-                     = help: if running it twice is harmless, add `#[idempotent]` to the function\n\
-                     = help: if it is a write, take a `key: persevere::IdempotencyKey` parameter, send it with the request, and write `#[retry(key = key, ...)]`\n\
-                     = help: to retry only failures where the request never left (connection refused), write `#[retry(on = unsent, ...)]`",
-                    item.sig.ident
-                ),
-            ),
-        );
-    }
-}
-
-/// `key = name`: `name` is a parameter, and an idempotency key.
-fn check_key(
-    args: &Args,
-    plan: &RetryFn,
-    private: &TokenStream,
-    errors: &mut Option<syn::Error>,
-) -> Option<TokenStream> {
-    let key = args.key.as_ref()?;
-    match plan.named.iter().find(|(name, _)| name == key) {
-        Some((name, ty)) => Some(locate(
-            quote!(#private::idempotency_key(&#name);),
-            ty.span(),
-        )),
-        None => {
-            let names: Vec<String> = plan.named.iter().map(|(n, _)| n.to_string()).collect();
-            let known = if names.is_empty() {
-                "the function has no named parameters".to_owned()
-            } else {
-                format!("its parameters are: {}", names.join(", "))
-            };
-            push(
-                errors,
-                syn::Error::new(
-                    key.span(),
-                    format!(
-                        "`key = {key}` names no parameter of this function; {known}. Add a parameter `{key}: persevere::IdempotencyKey`"
-                    ),
-                ),
-            );
-            None
-        }
+        (None, None) => unreachable!("valid reports a function without a return type"),
     }
 }
 
@@ -153,11 +62,11 @@ fn policy(args: &Args, private: &TokenStream) -> TokenStream {
         policy.extend(quote!(.with_attempts(#n)));
     }
     if let Some(d) = args.base {
-        let d = duration(d.value);
+        let d = duration(d);
         policy.extend(quote!(.with_base(#d)));
     }
     if let Some(d) = args.cap {
-        let d = duration(d.value);
+        let d = duration(d);
         policy.extend(quote!(.with_cap(#d)));
     }
     if let Some(m) = args.multiplier {

@@ -171,13 +171,8 @@ fn add_to(successes: Option<&AtomicU64>, n: u32) {
 /// The thread-local is reached in a closure that does nothing else, so that the
 /// compiler inlines it (and the access becomes one instruction); what is rare happens
 /// outside.
-#[cfg_attr(debug_assertions, inline)]
-#[cfg_attr(not(debug_assertions), inline(always))]
-pub(crate) fn add(
-    sink: impl FnOnce() -> Sink,
-    slot: usize,
-    now: impl FnOnce() -> Instant,
-) -> bool {
+#[inline]
+pub(crate) fn add(sink: impl FnOnce() -> Sink, slot: usize, now: impl FnOnce() -> Instant) -> bool {
     let left = LEFT.with(|left| {
         let left = left.get(slot)?;
         let n = left.get().wrapping_sub(1);
@@ -199,12 +194,7 @@ pub(crate) fn add(
 /// wrapped below 0).
 #[cold]
 #[inline(never)]
-fn edge(
-    sink: impl FnOnce() -> Sink,
-    slot: usize,
-    left: u32,
-    now: impl FnOnce() -> Instant,
-) {
+fn edge(sink: impl FnOnce() -> Sink, slot: usize, left: u32, now: impl FnOnce() -> Instant) {
     if left == 0 {
         LEFT.with(|left| left[slot].set(BATCH));
         SLOTS_OF_THIS_THREAD.with(|slots| slots[slot].flush(BATCH, CompactInstant::new(now())));

@@ -139,7 +139,11 @@ impl<'p, C: Clock> Call<'p, C> {
     ///
     /// Giving up tells the enclosing layer, if any, that this failure has been through
     /// a retrying layer, so that it does not retry it again.
-    pub(crate) fn after_attempt(&mut self, frame: &Frame, failure: Option<Failure<'_>>) -> Decision {
+    pub(crate) fn after_attempt(
+        &mut self,
+        frame: &Frame,
+        failure: Option<Failure<'_>>,
+    ) -> Decision {
         self.state.adopt(frame);
         match failure {
             None => {

@@ -142,4 +142,3 @@ impl CompactDeadline {
         self.compact().map(CompactInstant::get)
     }
 }
-

@@ -50,16 +50,14 @@ impl Frame {
     pub(crate) const OUTSIDE: Self = Self(Self::STARTED | Self::NO_DEADLINE);
 
     /// `instant` in the 61 bits of a started frame.
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     fn encode(instant: CompactInstant) -> u64 {
         let from_origin = instant.ticks().wrapping_sub(1 << 63) as i64;
         (from_origin.clamp(-Self::REACH, Self::REACH) as u64) << Self::SHIFT
     }
 
     /// The instant in the 61 bits of a started frame.
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     fn decode(self) -> CompactInstant {
         let from_origin = (self.0 as i64) >> Self::SHIFT;
         let ticks = (from_origin as u64).wrapping_add(1 << 63);
@@ -67,8 +65,7 @@ impl Frame {
     }
 
     /// The frame of a layer whose clock has started.
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     pub(crate) fn known(deadline: CompactDeadline) -> Self {
         match deadline.compact() {
             Some(deadline) => Self(Self::encode(deadline) | Self::STARTED),
@@ -78,8 +75,7 @@ impl Frame {
 
     /// A frame whose deadline falls `offset` nanoseconds (`u64::MAX` for none) after a
     /// start not yet read.
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     pub(crate) const fn lazy(offset: u64) -> Self {
         if offset > u64::MAX >> Self::SHIFT {
             Self(Self::NO_DEADLINE)
@@ -90,8 +86,7 @@ impl Frame {
 
     /// When the clock started, for a layer whose deadline is `offset` nanoseconds
     /// (`u64::MAX` for none) after its start: `None` if it has not.
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     pub(crate) fn started(&self, offset: u64) -> Option<CompactInstant> {
         if self.0 & Self::STARTED == 0 {
             return None;
@@ -105,15 +100,13 @@ impl Frame {
     }
 
     /// Whether the layer's clock has started.
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     pub(crate) fn is_started(&self) -> bool {
         self.0 & Self::STARTED != 0
     }
 
     /// Whether a failure came out of a nested `#[retry]` call.
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     pub(crate) fn inner_failed(&self) -> bool {
         self.0 & Self::INNER_FAILED != 0
     }
@@ -124,15 +117,13 @@ impl Frame {
     }
 
     /// Whether the frame has a deadline.
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     fn has_deadline(&self) -> bool {
         self.0 & Self::NO_DEADLINE == 0
     }
 
     /// Starts the layer's clock at `now`, if it has not started.
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     pub(crate) fn start(&mut self, now: impl FnOnce() -> Instant) {
         if self.0 & Self::STARTED == 0 {
             let now = CompactInstant::new(now());
@@ -169,7 +160,6 @@ pub(crate) fn enclosing_deadline() -> Option<Instant> {
     enclosing(TokioClock::now).get()
 }
 
-
 /// The deadline of the enclosing layer, compact; if that layer has not started its
 /// clock yet, it starts now, read from `now`.
 #[inline]
@@ -200,8 +190,7 @@ pub(crate) struct Entered {
 
 impl Entered {
     /// Installs `frame`.
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     pub(crate) fn new(frame: Frame) -> Self {
         Self {
             previous: FRAME.replace(frame),
@@ -209,15 +198,13 @@ impl Entered {
     }
 
     /// Whether the frame this one replaced, the enclosing layer's, has a deadline.
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     pub(crate) fn outer_has_deadline(&self) -> bool {
         self.previous.has_deadline()
     }
 
     /// Puts the previous frame back: the frame as the code inside left it.
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     pub(crate) fn leave(self) -> Frame {
         let frame = FRAME.replace(self.previous);
         std::mem::forget(self);
@@ -262,7 +249,6 @@ impl<F: Future> Future for InLayer<F> {
 fn in_layer<F: Future>(frame: Frame, future: F) -> InLayer<F> {
     InLayer { future, frame }
 }
-
 
 /// A frame for a deadline scope, which is not a retry layer and has no clock of its own.
 fn scope_frame(deadline: Option<Instant>) -> Frame {

@@ -10,38 +10,38 @@
 #![forbid(unsafe_code)]
 
 // Lowest first: each module imports only those above it in this list.
-mod clock;
-mod classify;
-mod give_up;
-mod hook;
-mod key;
-mod rng;
-mod timeout;
-mod window;
-mod layer;
-mod budget;
-mod breaker;
-mod batch;
-pub mod stats;
-mod policy;
 pub mod backoff;
-mod state;
-pub mod telemetry;
+mod batch;
+mod breaker;
+mod budget;
 mod call;
-mod limit;
-mod handling;
-mod run;
+mod classify;
+mod clock;
 pub mod deadline;
-#[doc(hidden)]
-pub mod macro_support;
+mod give_up;
+mod handling;
+mod hook;
 #[cfg(feature = "http")]
 pub mod http;
+mod key;
+mod layer;
+mod limit;
+#[doc(hidden)]
+pub mod macro_support;
+mod policy;
 #[cfg(feature = "reqwest")]
 pub mod reqwest;
+mod rng;
+mod run;
 #[cfg(feature = "rusqlite")]
 pub mod rusqlite;
+mod state;
+pub mod stats;
+pub mod telemetry;
+mod timeout;
 #[cfg(feature = "tower")]
 pub mod tower;
+mod window;
 
 pub use backoff::{Backoff, Delays};
 pub use breaker::{BreakerSnapshot, BreakerState, CircuitBreaker, CircuitOpen, Permit};

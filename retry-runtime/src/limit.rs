@@ -70,13 +70,16 @@ impl AttemptLimit for Timer {
     }
 
     fn arm(mut self: Pin<&mut Self>, limit: Option<Duration>) {
-        Pin::set(&mut self, match limit {
-            Some(limit) => Timer::Set {
-                sleep: tokio::time::sleep(limit),
-                limit,
+        Pin::set(
+            &mut self,
+            match limit {
+                Some(limit) => Timer::Set {
+                    sleep: tokio::time::sleep(limit),
+                    limit,
+                },
+                None => Timer::Off,
             },
-            None => Timer::Off,
-        });
+        );
     }
 
     fn poll_passed(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Option<Duration> {

@@ -349,8 +349,8 @@ where
 /// checked against this signature alone, and a bound the function does not meet (an
 /// error type without `Classify`) is reported once, at the call.
 #[inline]
-pub fn retrying<'p, R, M, G, S, O, T, W>(
-    policy: &'p Policy,
+pub fn retrying<R, M, G, S, O, T, W>(
+    policy: &Policy,
     mut make: M,
     handling: Handling<R, S, O, T, W>,
 ) -> impl Future<Output = R>
@@ -531,10 +531,7 @@ where
 /// assert_eq!(calls, 3);
 /// # }
 /// ```
-pub fn retry_fn<'p, T, E, F, Fut>(
-    policy: &'p Policy,
-    op: F,
-) -> impl Future<Output = Result<T, E>>
+pub fn retry_fn<T, E, F, Fut>(policy: &Policy, op: F) -> impl Future<Output = Result<T, E>>
 where
     E: Classify + std::fmt::Debug + From<AttemptTimedOut> + From<CircuitOpen>,
     F: FnMut() -> Fut,

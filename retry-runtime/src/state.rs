@@ -76,8 +76,7 @@ impl<'p> RetryState<'p> {
 
     /// The state of a call whose clock starts later, when it first needs it: at
     /// [`RetryState::start_at`], or at its first failure.
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     pub(crate) fn unstarted(policy: &'p Policy) -> Self {
         Self {
             policy,
@@ -118,8 +117,7 @@ impl<'p> RetryState<'p> {
     }
 
     /// Starts the call's clock when the layer of its attempt did, if it did.
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     pub(crate) fn adopt(&mut self, frame: &Frame) {
         if self.started.is_none() {
             self.started = frame.started(self.deadline);
@@ -127,8 +125,7 @@ impl<'p> RetryState<'p> {
     }
 
     /// Starts the call's clock at `now`, if it has not started.
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     pub(crate) fn start_at(&mut self, now: CompactInstant) {
         if self.started.is_none() {
             self.started = Some(now);
@@ -137,8 +134,7 @@ impl<'p> RetryState<'p> {
 
     /// The frame for the layer of the next attempt: the deadline, or, before the clock
     /// has started, the offset the deadline will have from the start.
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     pub(crate) fn frame(&self) -> Frame {
         match self.started {
             Some(started) => Frame::known(CompactDeadline::from_compact(
@@ -149,15 +145,13 @@ impl<'p> RetryState<'p> {
     }
 
     /// The policy this call follows.
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     pub fn policy(&self) -> &'p Policy {
         self.policy
     }
 
     /// How many attempts have been started, the first included.
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     pub fn attempts(&self) -> u32 {
         self.attempts
     }

@@ -132,8 +132,7 @@ impl RetryStats {
 
     /// The function's slot in each thread's count of first-try successes, once it has
     /// been called, if it has one.
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     pub(crate) fn slot(&self) -> Option<usize> {
         match self.slot.load(Ordering::Relaxed) {
             NO_SLOT => None,
@@ -145,8 +144,7 @@ impl RetryStats {
     /// no branch: without a slot, an index beyond every table (`NO_SLOT`), which the
     /// bounds check of the table lookup refuses, so that counting a call in its batch
     /// tests the slot once.
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     pub(crate) fn batch_index(&self) -> usize {
         self.slot.load(Ordering::Relaxed) as usize
     }
@@ -169,8 +167,7 @@ impl RetryStats {
 
     /// Makes these counters visible to [`all`] and [`get`]; done on a function's first
     /// call.
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     pub fn register(&'static self) {
         if !self.registered.load(Ordering::Acquire) {
             self.register_slow();
@@ -381,7 +378,6 @@ impl MetricLabels {
         }
     }
 }
-
 
 #[cfg(test)]
 mod tests {

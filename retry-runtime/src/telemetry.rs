@@ -43,9 +43,9 @@
 use std::fmt;
 use std::time::Duration;
 
-use crate::give_up::GiveUp;
 use crate::breaker::BreakerState;
 use crate::classify::Class;
+use crate::give_up::GiveUp;
 use crate::policy::Policy;
 
 /// The span of a call that has failed at least once; `None` when no subscriber wants it.
@@ -190,11 +190,7 @@ pub(crate) fn gave_up(
             counter("persevere_attempts_total", &labels.function).increment(1);
         }
         counter("persevere_calls_total", &labels.error).increment(1);
-        counter(
-            "persevere_give_ups_total",
-            &labels.reasons[reason.index()],
-        )
-        .increment(1);
+        counter("persevere_give_ups_total", &labels.reasons[reason.index()]).increment(1);
         if reason == GiveUp::BudgetExhausted {
             counter("persevere_budget_refusals_total", &labels.function).increment(1);
         }
