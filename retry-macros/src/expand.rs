@@ -119,9 +119,11 @@ fn classifier(args: &Args, output: &Type, private: &TokenStream) -> TokenStream 
         // the function's error type.
         Some(On::Predicate(path)) => {
             // Hygienic, so that a predicate the user named `error` is theirs, not this.
+            // Typed, so that a predicate of the wrong type is reported against the
+            // function's error type, at the predicate.
             let error = Ident::new("error", Span::mixed_site());
             (
-                quote!(|#error| #private::by_predicate(#error, &#path)),
+                quote!(|#error: &<#output as #private::Outcome>::Err| #private::by_predicate(#error, &#path)),
                 path.span(),
             )
         }
@@ -256,7 +258,7 @@ fn generate(
             quote! {
                 &#site.policy,
                 move || {
-                    #(#rebinds)*
+                        #(#rebinds)*
                     async move { #stmts }
                 },
                 #handling,
@@ -273,38 +275,46 @@ fn generate(
             }
         };
     }
-    let handling_type = locate(
-        quote!(#private::Handling<#output, _, _, _, _>),
-        output.span(),
-    );
-    let step = if is_async {
+    // The call is located at the return type, so that the driver's need of an `Outcome`
+    // from it is reported there, once; the arguments keep their own locations.
+    let (step, attempt) = if is_async {
         // The fake return edge gives the async block the function's return type before
         // its body is checked, so `?` and `return` in the body infer as they would in the
         // function itself. Not `move`: the attempt borrows the arguments of the function
         // it runs in.
-        quote! {
-            #private::step(
-                &mut #run,
-                async {
-                    #[allow(
-                        unreachable_code,
-                        clippy::diverging_sub_expression,
-                        clippy::empty_loop,
-                        clippy::let_unit_value,
-                        clippy::needless_return
-                    )]
-                    if false {
-                        let #fake: #output = loop {};
-                        return #fake;
-                    }
-                    #stmts
-                },
-                &#handling_var,
-            )
-            .await
-        }
+        let attempt = quote! {
+            async {
+                #[allow(
+                    unreachable_code,
+                    clippy::diverging_sub_expression,
+                    clippy::empty_loop,
+                    clippy::let_unit_value,
+                    clippy::needless_return
+                )]
+                if false {
+                    let #fake: #output = loop {};
+                    return #fake;
+                }
+                #stmts
+            }
+        };
+        (quote!(#private::step), attempt)
     } else {
-        quote!(#private::step_blocking(&mut #run, || -> #output #body, &#handling_var))
+        (quote!(#private::step_blocking), quote!(|| -> #output #body))
+    };
+    let step = {
+        let function = locate(step, output.span());
+        let mut arguments = Group::new(
+            Delimiter::Parenthesis,
+            quote!(&mut #run, #attempt, &#handling_var),
+        );
+        arguments.set_span(Span::call_site().located_at(output.span()));
+        let await_ = if is_async {
+            locate(quote!(.await), output.span())
+        } else {
+            quote!()
+        };
+        quote!(#function #arguments #await_)
     };
     let begin = if is_async {
         quote!(#private::Run::lazy(&#site.policy))
@@ -317,7 +327,9 @@ fn generate(
             #site_static
             #marks
             #key_check
-            let #handling_var: #handling_type = #handling;
+            // Its error type is inferred from the attempts given to `step`, which the
+            // driver requires to return an `Outcome`: reported there, once, if not.
+            let #handling_var = #handling;
             let mut #run = #begin;
             loop {
                 // The arguments' copies live only as long as the attempt.
@@ -349,17 +361,33 @@ fn handling(args: &Args, output: &Type, private: &TokenStream) -> TokenStream {
         output.span(),
     );
     let unused = quote!(#private::Unused);
+    // A conversion is a function pointer: named as a function item, its bound would be
+    // checked again wherever the item's type is, and a missing `From` reported thrice.
     let on_open = match &args.breaker {
-        Some(path) => locate(quote!(#private::circuit_open::<#output>), path.span()),
+        Some(path) => locate(
+            quote!((#private::circuit_open::<#output> as fn(_) -> _)),
+            path.span(),
+        ),
         None => unused.clone(),
     };
     let on_timeout = match &args.attempt_timeout {
-        Some(timeout) => locate(quote!(#private::timed_out::<#output>), timeout.span),
+        Some(timeout) => locate(
+            quote!((#private::timed_out::<#output> as fn(_) -> _)),
+            timeout.span,
+        ),
         None => unused.clone(),
     };
     let before_wait = match &args.before_wait {
         Some(path) => quote!(#path),
         None => unused,
     };
-    quote!(#private::Handling::new(#classify, #show, #on_open, #on_timeout, #before_wait))
+    // The call is located at the return type, so that the driver's need of an `Outcome`
+    // from it is reported there, with the rest; the arguments keep their own locations.
+    let new = locate(quote!(#private::Handling::new), output.span());
+    let mut arguments = Group::new(
+        Delimiter::Parenthesis,
+        quote!(#classify, #show, #on_open, #on_timeout, #before_wait),
+    );
+    arguments.set_span(Span::call_site().located_at(output.span()));
+    quote!(#new #arguments)
 }

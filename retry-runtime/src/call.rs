@@ -9,10 +9,11 @@
 
 use std::fmt;
 use std::marker::PhantomData;
+use std::mem::ManuallyDrop;
 use std::time::Duration;
 
 use crate::batch::{self, Sink};
-use crate::breaker::CircuitOpen;
+use crate::breaker::{CircuitBreaker, CircuitOpen, Permit};
 use crate::classify::Class;
 use crate::clock::{Clock, CompactInstant, TokioClock};
 use crate::give_up::GiveUp;
@@ -45,13 +46,16 @@ pub(crate) enum Decision {
 #[derive(Debug)]
 pub(crate) struct Call<'p, C: Clock> {
     state: RetryState<'p>,
-    span: CallSpan,
+    // Closed by `Drop`, behind a test, so that a call without a span has no drop glue to
+    // run for it.
+    span: ManuallyDrop<CallSpan>,
     clock: PhantomData<C>,
 }
 
 impl<'p, C: Clock> Call<'p, C> {
     /// Begins a call under `policy` with its clock started now. Inside an enclosing
     /// `#[retry]` call or deadline scope, its deadline is cut to the enclosing one.
+    #[inline]
     pub(crate) fn begin(policy: &'p Policy) -> Self {
         let now = C::now();
         // Only async calls start their clocks lazily, so an enclosing layer whose clock
@@ -68,13 +72,14 @@ impl<'p, C: Clock> Call<'p, C> {
         Self::new(RetryState::unstarted(policy))
     }
 
+    #[inline]
     fn new(state: RetryState<'p>) -> Self {
         if let Some(stats) = state.policy().stats() {
             stats.register();
         }
         Self {
             state,
-            span: CallSpan::default(),
+            span: ManuallyDrop::default(),
             clock: PhantomData,
         }
     }
@@ -97,10 +102,16 @@ impl<'p, C: Clock> Call<'p, C> {
 
     /// Asks the policy's circuit breaker, if any, to let the next attempt through.
     /// Refused, the call is over: it returns [`CircuitOpen`] without making the attempt.
+    #[inline]
     pub(crate) fn admit(&mut self) -> Result<(), CircuitOpen> {
-        let Some(breaker) = self.policy().breaker() else {
-            return Ok(());
-        };
+        match self.policy().breaker() {
+            None => Ok(()),
+            Some(breaker) => self.admit_through(breaker),
+        }
+    }
+
+    #[inline(never)]
+    fn admit_through(&mut self, breaker: &CircuitBreaker) -> Result<(), CircuitOpen> {
         match breaker.admit(C::now()) {
             Ok(permit) => {
                 self.state.permit = Some(permit);
@@ -139,6 +150,7 @@ impl<'p, C: Clock> Call<'p, C> {
     ///
     /// Giving up tells the enclosing layer, if any, that this failure has been through
     /// a retrying layer, so that it does not retry it again.
+    #[inline]
     pub(crate) fn after_attempt(
         &mut self,
         frame: &Frame,
@@ -154,6 +166,7 @@ impl<'p, C: Clock> Call<'p, C> {
         }
     }
 
+    #[inline]
     fn succeeded(&mut self) {
         self.settle(true);
         let policy = self.policy();
@@ -168,6 +181,7 @@ impl<'p, C: Clock> Call<'p, C> {
         telemetry::succeeded(policy, &self.span, attempts, || self.elapsed());
     }
 
+    #[inline(never)]
     fn failed(&mut self, failure: Failure<'_>, retried_inside: bool) -> Decision {
         let Failure { class, error } = failure;
         self.settle(!class.is_retryable());
@@ -227,10 +241,15 @@ impl<'p, C: Clock> Call<'p, C> {
     }
 
     /// Tells the breaker how the attempt in flight went.
+    #[inline]
     fn settle(&mut self, healthy: bool) {
-        let Some(permit) = self.state.permit.take() else {
-            return;
-        };
+        if let Some(permit) = self.state.permit.take() {
+            self.settle_permit(permit, healthy);
+        }
+    }
+
+    #[inline(never)]
+    fn settle_permit(&mut self, permit: Permit, healthy: bool) {
         let policy = self.policy();
         if let Some(breaker) = policy.breaker() {
             if let Some(moved) = breaker.record(permit, healthy, C::now()) {
@@ -358,7 +377,7 @@ impl<C: Clock> Call<'_, C> {
                 breaker.abandon(permit);
             }
         }
-        self.span = CallSpan::default();
+        telemetry::close_span(&mut self.span);
     }
 }
 

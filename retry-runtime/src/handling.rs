@@ -178,29 +178,27 @@ pub(crate) trait Handle<R: Outcome> {
     fn before_wait(&self, wait: &BeforeWait<'_, R::Err>);
 }
 
-/// One function's treatment of its failures: its classifier, how its errors are shown,
-/// and its hooks (each a function item or [`Unused`]).
-pub struct Handling<R: Outcome, S, O, T, W> {
-    classify: fn(&R::Err) -> Class,
+/// One function's treatment of its failures, whose error type is `E`: its classifier,
+/// how its errors are shown, and its hooks (each a function or [`Unused`]).
+///
+/// Generic over the error type rather than the return type, and with no bounds of its
+/// own, so that a return type that is not a `Result` is reported once, where the driver
+/// requires an [`Outcome`].
+pub struct Handling<E, S, O, T, W> {
+    classify: fn(&E) -> Class,
     show: PhantomData<S>,
     on_open: O,
     on_timeout: T,
     before_wait: W,
 }
 
-impl<R: Outcome, S, O, T, W> Handling<R, S, O, T, W>
-where
-    S: ShowError<R::Err>,
-    O: OnOpen<R>,
-    T: OnTimeout<R>,
-    W: OnWait<R::Err>,
-{
+impl<E, S, O, T, W> Handling<E, S, O, T, W> {
     /// `classify` says what a failure means and `show` how the events show it; `on_open`
     /// makes the outcome of a call the breaker refuses, `on_timeout` that of an attempt
     /// cut by its time limit, and `before_wait` is called before each wait.
     #[inline]
     pub fn new(
-        classify: fn(&R::Err) -> Class,
+        classify: fn(&E) -> Class,
         show: S,
         on_open: O,
         on_timeout: T,
@@ -217,7 +215,7 @@ where
     }
 }
 
-impl<R: Outcome, S, O, T, W> Handle<R> for Handling<R, S, O, T, W>
+impl<R: Outcome, S, O, T, W> Handle<R> for Handling<R::Err, S, O, T, W>
 where
     S: ShowError<R::Err>,
     O: OnOpen<R>,

@@ -75,6 +75,13 @@ pub(crate) fn open_span(span: &mut CallSpan, policy: &Policy) {
 #[cfg(not(feature = "tracing"))]
 pub(crate) fn open_span(_span: &mut CallSpan, _policy: &Policy) {}
 
+/// Closes the call's span, if it has one.
+pub(crate) fn close_span(span: &mut CallSpan) {
+    #[cfg(feature = "tracing")]
+    drop(span.take());
+    let _ = span;
+}
+
 /// Whether the call has a span open.
 #[inline]
 pub(crate) fn is_open(span: &CallSpan) -> bool {
