@@ -171,7 +171,7 @@ fn add_to(successes: Option<&AtomicU64>, n: u32) {
 /// The thread-local is reached in a closure that does nothing else, so that the
 /// compiler inlines it (and the access becomes one instruction); what is rare happens
 /// outside.
-#[inline]
+#[cfg_attr(not(debug_assertions), inline(always))]
 pub(crate) fn add(sink: impl FnOnce() -> Sink, slot: usize, now: impl FnOnce() -> Instant) -> bool {
     let left = LEFT.with(|left| {
         let left = left.get(slot)?;

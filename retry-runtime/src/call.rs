@@ -55,7 +55,7 @@ pub(crate) struct Call<'p, C: Clock> {
 impl<'p, C: Clock> Call<'p, C> {
     /// Begins a call under `policy` with its clock started now. Inside an enclosing
     /// `#[retry]` call or deadline scope, its deadline is cut to the enclosing one.
-    #[inline]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     pub(crate) fn begin(policy: &'p Policy) -> Self {
         let now = C::now();
         // Only async calls start their clocks lazily, so an enclosing layer whose clock
@@ -72,7 +72,7 @@ impl<'p, C: Clock> Call<'p, C> {
         Self::new(RetryState::unstarted(policy))
     }
 
-    #[inline]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn new(state: RetryState<'p>) -> Self {
         if let Some(stats) = state.policy().stats() {
             stats.register();
@@ -102,7 +102,7 @@ impl<'p, C: Clock> Call<'p, C> {
 
     /// Asks the policy's circuit breaker, if any, to let the next attempt through.
     /// Refused, the call is over: it returns [`CircuitOpen`] without making the attempt.
-    #[inline]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     pub(crate) fn admit(&mut self) -> Result<(), CircuitOpen> {
         match self.policy().breaker() {
             None => Ok(()),
@@ -135,7 +135,7 @@ impl<'p, C: Clock> Call<'p, C> {
 
     /// Installs the call's layer, `frame`, and its span, if it has one, for one poll of
     /// an async attempt (or the run of a blocking one).
-    #[inline]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     pub(crate) fn enter(&self, frame: Frame) -> AttemptScope<'_> {
         AttemptScope {
             #[cfg(feature = "tracing")]
@@ -150,7 +150,7 @@ impl<'p, C: Clock> Call<'p, C> {
     ///
     /// Giving up tells the enclosing layer, if any, that this failure has been through
     /// a retrying layer, so that it does not retry it again.
-    #[inline]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     pub(crate) fn after_attempt(
         &mut self,
         frame: &Frame,
@@ -166,7 +166,7 @@ impl<'p, C: Clock> Call<'p, C> {
         }
     }
 
-    #[inline]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn succeeded(&mut self) {
         self.settle(true);
         let policy = self.policy();
@@ -241,7 +241,7 @@ impl<'p, C: Clock> Call<'p, C> {
     }
 
     /// Tells the breaker how the attempt in flight went.
-    #[inline]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn settle(&mut self, healthy: bool) {
         if let Some(permit) = self.state.permit.take() {
             self.settle_permit(permit, healthy);
@@ -277,7 +277,7 @@ impl<'p, C: Clock> Call<'p, C> {
 /// Counts a call of `policy` that succeeded at its first attempt, in its thread's batch
 /// (see [`crate::batch`]) if its function has a slot, else in its budget and statistics
 /// at once. The only count a call without state makes.
-#[inline]
+#[cfg_attr(not(debug_assertions), inline(always))]
 pub(crate) fn first_try_success<C: Clock>(policy: &Policy) {
     if let Some(stats) = policy.stats() {
         if batch::add(|| sink(policy, stats), stats.batch_index(), C::now) {
@@ -337,7 +337,7 @@ pub(crate) struct AttemptScope<'a> {
 impl AttemptScope<'_> {
     /// Exits the span and puts the previous frame back: the frame as the attempt left
     /// it.
-    #[inline]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     pub(crate) fn leave(self) -> Frame {
         #[cfg(feature = "tracing")]
         if let Some(span) = self.span {

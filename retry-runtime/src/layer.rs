@@ -20,17 +20,17 @@ use crate::clock::{Clock, CompactDeadline, CompactInstant, TokioClock};
 /// enclosing layer does not multiply the attempts).
 ///
 /// A layer's deadline may not be known yet: an async `#[retry]` call starts its clock
-/// only when something needs it (see [`crate::Retry::start_lazily`]). Until then its
+/// only when something needs it. Until then its
 /// frame holds the deadline as an offset from a start still to be read, and the first
 /// to need the deadline (a nested call, [`crate::deadline::remaining`], or the attempt
 /// yielding for the first time) reads the clock and fixes it.
 ///
 /// One word: the frame is copied into and out of a thread-local on every poll, and a
-/// word is copied in one move, which the CPU forwards from store to load. The low three
-/// bits are flags; the other 61 hold, while the clock has not started, the deadline's
-/// offset from the start (up to 73 years; beyond is no deadline), and afterwards an
+/// word is copied in one move, which the CPU forwards from store to load. The low four
+/// bits are flags; the other 60 hold, while the clock has not started, the deadline's
+/// offset from the start (up to 36 years; beyond is no deadline), and afterwards an
 /// instant (the deadline, or for a frame without one the start) in signed nanoseconds
-/// from the process-wide origin (36 years either way, saturating).
+/// from the process-wide origin (18 years either way, saturating).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Frame(u64);
 
@@ -41,22 +41,26 @@ impl Frame {
     const STARTED: u64 = 2;
     /// Set for a layer without a deadline.
     const NO_DEADLINE: u64 = 4;
-    const FLAGS: u64 = 7;
-    const SHIFT: u32 = 3;
+    /// Set, before the clock starts, for a call that must begin at its first poll (it
+    /// has a breaker to ask or an attempt timeout to set): kept in the frame, which the
+    /// driver has in hand, rather than read from the policy.
+    const BEGINS_AT_ONCE: u64 = 8;
+    const FLAGS: u64 = 15;
+    const SHIFT: u32 = 4;
     /// The farthest instant from the origin a frame holds, either way.
-    const REACH: i64 = (1 << 60) - 1;
+    const REACH: i64 = (1 << 59) - 1;
 
     /// The frame outside any layer: no deadline.
     pub(crate) const OUTSIDE: Self = Self(Self::STARTED | Self::NO_DEADLINE);
 
-    /// `instant` in the 61 bits of a started frame.
+    /// `instant` in the 60 bits of a started frame.
     #[inline]
     fn encode(instant: CompactInstant) -> u64 {
         let from_origin = instant.ticks().wrapping_sub(1 << 63) as i64;
         (from_origin.clamp(-Self::REACH, Self::REACH) as u64) << Self::SHIFT
     }
 
-    /// The instant in the 61 bits of a started frame.
+    /// The instant in the 60 bits of a started frame.
     #[inline]
     fn decode(self) -> CompactInstant {
         let from_origin = (self.0 as i64) >> Self::SHIFT;
@@ -84,6 +88,21 @@ impl Frame {
         }
     }
 
+    /// The same frame, marked to begin at its first poll if `at_once`.
+    pub(crate) const fn beginning_at_once(self, at_once: bool) -> Self {
+        if at_once {
+            Self(self.0 | Self::BEGINS_AT_ONCE)
+        } else {
+            Self(self.0 & !Self::BEGINS_AT_ONCE)
+        }
+    }
+
+    /// Whether the call of an unstarted frame must begin at its first poll.
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    pub(crate) fn begins_at_once(&self) -> bool {
+        self.0 & Self::BEGINS_AT_ONCE != 0
+    }
+
     /// When the clock started, for a layer whose deadline is `offset` nanoseconds
     /// (`u64::MAX` for none) after its start: `None` if it has not.
     #[inline]
@@ -100,7 +119,7 @@ impl Frame {
     }
 
     /// Whether the layer's clock has started.
-    #[inline]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     pub(crate) fn is_started(&self) -> bool {
         self.0 & Self::STARTED != 0
     }
@@ -123,11 +142,11 @@ impl Frame {
     }
 
     /// Starts the layer's clock at `now`, if it has not started.
-    #[inline]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     pub(crate) fn start(&mut self, now: impl FnOnce() -> Instant) {
         if self.0 & Self::STARTED == 0 {
             let now = CompactInstant::new(now());
-            let flags = self.0 & Self::FLAGS;
+            let flags = self.0 & Self::FLAGS & !Self::BEGINS_AT_ONCE;
             let instant = if self.has_deadline() {
                 now.plus_nanos(self.0 >> Self::SHIFT)
             } else {
@@ -190,7 +209,7 @@ pub(crate) struct Entered {
 
 impl Entered {
     /// Installs `frame`.
-    #[inline]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     pub(crate) fn new(frame: Frame) -> Self {
         Self {
             previous: FRAME.replace(frame),
@@ -198,13 +217,13 @@ impl Entered {
     }
 
     /// Whether the frame this one replaced, the enclosing layer's, has a deadline.
-    #[inline]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     pub(crate) fn outer_has_deadline(&self) -> bool {
         self.previous.has_deadline()
     }
 
     /// Puts the previous frame back: the frame as the code inside left it.
-    #[inline]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     pub(crate) fn leave(self) -> Frame {
         let frame = FRAME.replace(self.previous);
         std::mem::forget(self);

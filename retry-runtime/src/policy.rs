@@ -147,7 +147,14 @@ impl Policy {
         } else {
             nanos as u64
         };
-        self.lazy_frame = Frame::lazy(self.deadline_nanos);
+        self.with_lazy_frame()
+    }
+
+    /// The frame of a call's first attempt, made anew from the deadline and from whether
+    /// the call begins at its first poll.
+    const fn with_lazy_frame(mut self) -> Self {
+        self.lazy_frame = Frame::lazy(self.deadline_nanos)
+            .beginning_at_once(self.breaker.is_some() || self.attempt_timeout.is_some());
         self
     }
 
@@ -210,7 +217,7 @@ impl Policy {
             );
         }
         self.attempt_timeout = attempt_timeout;
-        self
+        self.with_lazy_frame()
     }
 
     /// Sets the longest server-requested wait (`Retry-After`) that is honoured; a longer
@@ -255,7 +262,7 @@ impl Policy {
     /// functions that call one dependency.
     pub const fn with_breaker(mut self, breaker: &'static CircuitBreaker) -> Self {
         self.breaker = Some(breaker);
-        self
+        self.with_lazy_frame()
     }
 
     /// Counts this policy's calls in `stats`, which also names them in events and
@@ -293,13 +300,6 @@ impl Policy {
     #[inline]
     pub(crate) const fn deadline_nanos(&self) -> u64 {
         self.deadline_nanos
-    }
-
-    /// Whether a call's clock must start at its first poll: to ask the breaker for the
-    /// first attempt, or to set the attempt's time limit.
-    #[inline]
-    pub(crate) const fn begins_at_once(&self) -> bool {
-        self.breaker.is_some() || self.attempt_timeout.is_some()
     }
 
     /// The frame of a call's first attempt, before its clock starts.

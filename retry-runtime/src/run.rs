@@ -49,7 +49,7 @@ pub struct Run<'p, C: Clock> {
 
 impl<'p> Run<'p, TokioClock> {
     /// An async call under `policy`, its clock not started.
-    #[inline]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     pub fn lazy(policy: &'p Policy) -> Self {
         Self {
             frame: policy.lazy_frame(),
@@ -73,7 +73,7 @@ impl<'p> Run<'p, SystemClock> {
 impl<'p, C: Clock> Run<'p, C> {
     /// The call begins now, its clock started, and asks the breaker for its first
     /// attempt.
-    #[inline]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn begin(&mut self) -> Result<(), CircuitOpen> {
         let call = self.call.insert(Call::begin(self.policy));
         self.frame = call.frame();
@@ -211,7 +211,7 @@ fn drive<'p, R: Outcome>(
                         // begins now if its clock must start at once. The enclosing
                         // frame is the one just replaced: one read of the thread-local.
                         if !run.frame.is_started()
-                            && (entered.outer_has_deadline() || run.policy.begins_at_once())
+                            && (entered.outer_has_deadline() || run.frame.begins_at_once())
                         {
                             entered.leave();
                             if let Err(open) = run.begin_at_first_poll() {
@@ -364,7 +364,7 @@ where
 /// The future is returned as `impl Future`: the generated function's return type is then
 /// checked against this signature alone, and a bound the function does not meet (an
 /// error type without `Classify`) is reported once, at the call.
-#[inline]
+#[cfg_attr(not(debug_assertions), inline(always))]
 pub fn retrying<R, M, G, S, O, T, W>(
     policy: &Policy,
     mut make: M,
@@ -477,6 +477,7 @@ where
 /// Runs one attempt, `attempt`, of a blocking call, in the call's layer, and sleeps the
 /// thread through the wait after it: the outcome to return, or `None` to make the next
 /// attempt. A blocking attempt cannot be cancelled: it has no time limit.
+#[cfg_attr(not(debug_assertions), inline(always))]
 pub fn step_blocking<R, S, O, T, W>(
     run: &mut Run<'_, SystemClock>,
     attempt: impl FnOnce() -> R,

@@ -3,6 +3,21 @@
 //!
 //! Every `#[retry]` function keeps a [`RetryStats`] of its own, registered on its first
 //! call; [`all`] and [`get`] read them, and [`Report`] prints them as a table.
+//!
+//! # Calls that succeed at once are counted in batches
+//!
+//! Such a call is most calls, and it must cost next to nothing: it must not read the
+//! clock and must not write a word that other cores write. So each thread counts the
+//! first-try successes of each function (of the first 256 functions a process calls)
+//! on its own, and adds them to the function's statistics and to its retry budget (as
+//! requests) 64 at a time, when a call of the function fails on the thread (before the
+//! failure asks the budget for a retry), and when the thread exits.
+//!
+//! Statistics read on a thread ([`get`], [`all`], [`RetryStats::snapshot`]) first add
+//! that thread's pending successes, so a program that calls and reads on one thread sees
+//! exact counts. Read from another thread, a function's first-try successes can be up to
+//! 63 behind per thread that calls it; its budget likewise counts up to 63 requests per
+//! thread late, which at the default 10 % is at most 6 retries.
 
 use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
