@@ -259,7 +259,7 @@ impl<'p, C: Clock> Call<'p, C> {
     }
 
     fn finish_failed(&mut self, reason: GiveUp, attempts: u32, error: Option<&dyn fmt::Display>) {
-        self.state.give_up(reason);
+        self.state.record_give_up(reason);
         let policy = self.policy();
         if let Some(stats) = policy.stats() {
             stats.record_failure(attempts, reason);

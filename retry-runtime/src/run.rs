@@ -90,17 +90,37 @@ impl<'p, C: Clock> Run<'p, C> {
     /// After an attempt that left its frame as `frame`: what follows. `failure` is the
     /// failure if it failed: its error, and whether it was cut by its time limit (then
     /// transient, whatever the classifier would say of the error it was turned into).
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn after_attempt<R: Outcome>(
         &mut self,
         frame: &Frame,
         failure: Option<(&R::Err, bool)>,
         handling: &dyn Handle<R>,
     ) -> Decision {
+        match (failure, &mut self.call) {
+            (None, Some(call)) => call.after_attempt(frame, None),
+            // A first attempt that succeeded in a call without state (which `drive`
+            // counts itself, before it gets here).
+            (None, None) => {
+                first_try_success::<C>(self.policy);
+                Decision::Return
+            }
+            (Some((error, timed_out)), _) => self.after_failure(frame, error, timed_out, handling),
+        }
+    }
+
+    /// After an attempt that failed with `error`; the call's state is made now if it has
+    /// none.
+    #[inline(never)]
+    fn after_failure<R: Outcome>(
+        &mut self,
+        frame: &Frame,
+        error: &R::Err,
+        timed_out: bool,
+        handling: &dyn Handle<R>,
+    ) -> Decision {
         let policy = self.policy;
         let call = self.call.get_or_insert_with(|| Call::unstarted(policy));
-        let Some((error, timed_out)) = failure else {
-            return call.after_attempt(frame, None);
-        };
         let class = if timed_out {
             crate::classify::Class::Transient
         } else {

@@ -97,7 +97,7 @@ impl<'p> RetryState<'p> {
 
     /// Records that the call gave up for a reason outside this state: a refused budget
     /// or circuit breaker, a nested call's failure.
-    pub fn give_up(&mut self, reason: GiveUp) {
+    pub(crate) fn record_give_up(&mut self, reason: GiveUp) {
         self.gave_up = Some(reason);
     }
 
