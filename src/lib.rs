@@ -7,6 +7,9 @@
 //! # impl persevere::Classify for ApiError {
 //! #     fn classify(&self) -> persevere::Class { persevere::Class::Transient }
 //! # }
+//! # impl From<persevere::AttemptTimedOut> for ApiError {
+//! #     fn from(_: persevere::AttemptTimedOut) -> Self { ApiError }
+//! # }
 //! # struct Client;
 //! # impl Client { async fn get_user(&self, _: u64) -> Result<User, ApiError> { Ok(User) } }
 //!
@@ -45,7 +48,7 @@ pub use persevere_runtime::{
     AttemptTimedOut, Backoff, BeforeWait, BreakerSnapshot, BreakerState, BudgetSnapshot,
     CircuitBreaker, CircuitOpen, Class, Classify, Delays, GiveUp, IdempotencyKey, Jitter, Layers,
     ParseKeyError, Permit, Policy, RetryBudget, RetryState, RetryStats, StatsSnapshot, Step,
-    retry_blocking, retry_fn, seed_thread_rng,
+    nested_failure_handled, retry_blocking, retry_fn, seed_thread_rng,
 };
 pub use persevere_runtime::{backoff, deadline, stats, telemetry};
 

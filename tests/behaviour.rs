@@ -441,6 +441,16 @@ struct Unclassified {
     attempt: u32,
 }
 
+/// An attempt cut at the deadline: retryable, from no attempt in particular.
+impl From<AttemptTimedOut> for Unclassified {
+    fn from(_: AttemptTimedOut) -> Self {
+        Unclassified {
+            retry: true,
+            attempt: 0,
+        }
+    }
+}
+
 mod predicates {
     pub fn wants_retry(error: &super::Unclassified) -> bool {
         error.retry

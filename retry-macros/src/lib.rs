@@ -40,6 +40,7 @@ pub fn idempotent(args: TokenStream, item: TokenStream) -> TokenStream {
         unsent,
         uncertain,
         classify,
+        timed_out,
         retry_after,
         persevere
     )
