@@ -40,8 +40,3 @@ pub use persevere_runtime::*;
 pub mod __private {
     pub use persevere_runtime::macro_support::*;
 }
-
-/// Every code block of the README, compiled and run as a doc test.
-#[cfg(doctest)]
-#[doc = include_str!("../README.md")]
-pub struct ReadmeDoctests;
