@@ -3,6 +3,8 @@
 use std::io;
 use std::time::Duration;
 
+mod chain;
+
 /// What a failure says about retrying.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Class {
