@@ -202,14 +202,23 @@ mod tests {
             ("_s", "malformed number `_`"),
             ("._s", "malformed number `._`"),
             ("99999999999999999999999h", "too long"),
-            ("1s1s", "the unit `s` is written twice in \"1s1s\"; write each unit once: \"2s\""),
+            (
+                "1s1s",
+                "the unit `s` is written twice in \"1s1s\"; write each unit once: \"2s\"",
+            ),
             ("1m30s20s", "the unit `s` is written twice"),
-            ("30s1h", "`h` comes after `s` in \"30s1h\"; write the largest unit first: \"1h30s\""),
+            (
+                "30s1h",
+                "`h` comes after `s` in \"30s1h\"; write the largest unit first: \"1h30s\"",
+            ),
             ("500ms1s", "write the largest unit first: \"1s500ms\""),
             ("1 ms", "a duration has no spaces: write \"1ms\""),
             (" 30s", "a duration has no spaces: write \"30s\""),
             ("1m 30s", "a duration has no spaces: write \"1m30s\""),
-            ("30 x", "a duration has no spaces: \"30 x\"; write a number and a unit"),
+            (
+                "30 x",
+                "a duration has no spaces: \"30 x\"; write a number and a unit",
+            ),
         ] {
             let err = parse(text).unwrap_err();
             assert!(err.contains(wanted), "{text:?}: {err}");

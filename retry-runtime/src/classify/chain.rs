@@ -151,20 +151,34 @@ mod tests {
 
     #[test]
     fn a_known_error_in_a_box_keeps_its_class() {
-        assert_eq!(boxed(io(io::ErrorKind::ConnectionRefused)).classify(), Class::Unsent);
-        assert_eq!(boxed(io(io::ErrorKind::TimedOut)).classify(), Class::Transient);
-        assert_eq!(boxed(io(io::ErrorKind::NotFound)).classify(), Class::Permanent);
+        assert_eq!(
+            boxed(io(io::ErrorKind::ConnectionRefused)).classify(),
+            Class::Unsent
+        );
+        assert_eq!(
+            boxed(io(io::ErrorKind::TimedOut)).classify(),
+            Class::Transient
+        );
+        assert_eq!(
+            boxed(io(io::ErrorKind::NotFound)).classify(),
+            Class::Permanent
+        );
         let timed_out = AttemptTimedOut::after(Duration::from_secs(1));
         assert_eq!(boxed(timed_out).classify(), Class::Transient);
     }
 
     #[test]
     fn the_chain_is_walked_to_the_first_known_error() {
-        let deep = Context(Some(boxed(Context(Some(boxed(io(io::ErrorKind::ConnectionReset)))))));
+        let deep = Context(Some(boxed(Context(Some(boxed(io(
+            io::ErrorKind::ConnectionReset,
+        )))))));
         assert_eq!(boxed(deep).classify(), Class::Transient);
         // The first known error decides, even if a later one would say otherwise.
         let io_first = io::Error::new(io::ErrorKind::InvalidData, Context(None));
-        assert_eq!(boxed(Context(Some(boxed(io_first)))).classify(), Class::Permanent);
+        assert_eq!(
+            boxed(Context(Some(boxed(io_first)))).classify(),
+            Class::Permanent
+        );
     }
 
     #[test]
@@ -194,7 +208,10 @@ mod tests {
     fn status_errors_in_the_chain() {
         use crate::http::StatusError;
         use ::http::StatusCode;
-        let busy = StatusError::new(StatusCode::SERVICE_UNAVAILABLE, Some(Duration::from_secs(3)));
+        let busy = StatusError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            Some(Duration::from_secs(3)),
+        );
         assert_eq!(
             boxed(Context(Some(boxed(busy)))).classify(),
             Class::RetryAfter(Duration::from_secs(3))
@@ -212,10 +229,16 @@ mod tests {
     fn request_errors_in_the_chain() {
         use crate::reqwest::RequestError;
         let timed_out = RequestError::from(AttemptTimedOut::after(Duration::from_secs(1)));
-        assert_eq!(boxed(Context(Some(boxed(timed_out)))).classify(), Class::Transient);
+        assert_eq!(
+            boxed(Context(Some(boxed(timed_out)))).classify(),
+            Class::Transient
+        );
         // A URL reqwest cannot parse fails while building the request: permanent.
         let building = reqwest::Client::new().get("not a url").build().unwrap_err();
-        assert_eq!(boxed(Context(Some(boxed(building)))).classify(), Class::Permanent);
+        assert_eq!(
+            boxed(Context(Some(boxed(building)))).classify(),
+            Class::Permanent
+        );
     }
 
     #[cfg(feature = "rusqlite")]
@@ -225,7 +248,10 @@ mod tests {
             rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_BUSY),
             None,
         );
-        assert_eq!(boxed(Context(Some(boxed(busy)))).classify(), Class::Transient);
+        assert_eq!(
+            boxed(Context(Some(boxed(busy)))).classify(),
+            Class::Transient
+        );
         let constraint = rusqlite::Error::SqliteFailure(
             rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_CONSTRAINT),
             None,
@@ -242,9 +268,13 @@ mod tests {
             .context("checkout")
             .unwrap_err();
         assert_eq!(reset.classify(), Class::Transient);
-        let wrapped = anyhow::Error::new(Context(Some(boxed(io(io::ErrorKind::ConnectionRefused)))));
+        let wrapped =
+            anyhow::Error::new(Context(Some(boxed(io(io::ErrorKind::ConnectionRefused)))));
         assert_eq!(wrapped.classify(), Class::Unsent);
         assert_eq!(anyhow::anyhow!("bad input").classify(), Class::Permanent);
-        assert_eq!(anyhow::Error::new(Context(None)).classify(), Class::Permanent);
+        assert_eq!(
+            anyhow::Error::new(Context(None)).classify(),
+            Class::Permanent
+        );
     }
 }
