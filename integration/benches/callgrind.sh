@@ -5,13 +5,13 @@
 #
 #   bash integration/benches/callgrind.sh [N]     # N calls per variant, default 20000
 #
-# Environment: CARGO_TARGET_DIR as usual; MANIFEST=integration/benches/default-features/Cargo.toml
-# measures persevere with its default features only (the integration package turns on
-# `metrics` for every bench target); CALLGRIND_KEEP=DIR keeps the raw outputs there, for
-# `callgrind_annotate --inclusive=yes DIR/retry.N.out`. MANIFEST is taken relative to the
-# directory the script is run from; by default, the integration package's.
+# Environment: CARGO_TARGET_DIR as usual; MANIFEST, the package whose `instructions`
+# bench is measured, taken relative to the directory the script is run from (by default,
+# and so far the only one, integration/benches/default-features/Cargo.toml: persevere
+# with its default features only); CALLGRIND_KEEP=DIR keeps the raw outputs there, for
+# `callgrind_annotate --inclusive=yes DIR/retry.N.out`.
 set -euo pipefail
-manifest="$(realpath "${MANIFEST:-$(dirname "$0")/../Cargo.toml}")"
+manifest="$(realpath "${MANIFEST:-$(dirname "$0")/default-features/Cargo.toml}")"
 cd "$(dirname "$0")/.."
 
 n="${1:-20000}"
