@@ -127,7 +127,25 @@ impl Classify for StatusError {
 }
 
 /// `Ok` for a success (2xx) or redirect (3xx) status; otherwise the [`StatusError`],
-/// with the server's `Retry-After`.
+/// with the server's `Retry-After`. For an HTTP client other than reqwest (for reqwest,
+/// `ResponseExt::error_for_retry` does this), turn a response's status into an error
+/// that `#[retry]` classifies:
+///
+/// ```
+/// use std::time::Duration;
+/// use http::{HeaderMap, HeaderValue, StatusCode, header::RETRY_AFTER};
+/// use persevere_runtime::http::check;
+/// use persevere_runtime::{Class, Classify};
+///
+/// let mut headers = HeaderMap::new();
+/// assert!(check(StatusCode::OK, &headers).is_ok());
+/// assert_eq!(check(StatusCode::NOT_FOUND, &headers).unwrap_err().classify(), Class::Permanent);
+///
+/// headers.insert(RETRY_AFTER, HeaderValue::from_static("3"));
+/// let busy = check(StatusCode::SERVICE_UNAVAILABLE, &headers).unwrap_err();
+/// assert_eq!(busy.status(), StatusCode::SERVICE_UNAVAILABLE);
+/// assert_eq!(busy.classify(), Class::RetryAfter(Duration::from_secs(3)));
+/// ```
 pub fn check(status: StatusCode, headers: &HeaderMap) -> Result<(), StatusError> {
     if status.is_success() || status.is_redirection() || status.is_informational() {
         Ok(())
