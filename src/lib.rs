@@ -23,14 +23,9 @@
 #![forbid(unsafe_code)]
 
 pub use persevere_macros::{Classify, idempotent, retry};
-#[cfg(feature = "http")]
-pub use persevere_runtime::http;
-#[cfg(feature = "reqwest")]
-pub use persevere_runtime::reqwest;
-#[cfg(feature = "rusqlite")]
-pub use persevere_runtime::rusqlite;
-#[cfg(feature = "tower")]
-pub use persevere_runtime::tower;
+// `http`, `reqwest`, `rusqlite` and `tower`, as the runtime was built with them (the
+// features of the same names here turn them on there).
+pub use persevere_runtime::integrations::*;
 pub use persevere_runtime::{
     AttemptTimedOut, Backoff, BeforeWait, BreakerSnapshot, BreakerState, BudgetSnapshot,
     CircuitBreaker, CircuitOpen, Class, Classify, Delays, GiveUp, IdempotencyKey, Jitter, Layers,

@@ -377,14 +377,17 @@ fn handling(args: &Args, output: &Type, is_async: bool, private: &TokenStream) -
     };
     // An async attempt still running at the deadline (or past its `attempt_timeout`) is
     // cut: its error says so, made from `AttemptTimedOut`, named at the key that sets the
-    // limit, or at the attribute for the default deadline. A blocking one cannot be cut.
+    // limit, or at the return type for the default deadline. A blocking one cannot be cut.
     let on_timeout = match (is_async, &args.attempt_timeout, &args.deadline) {
         (false, ..) => unused.clone(),
         (true, Some(limit), _) | (true, None, Some(limit)) => locate(
             quote!((#private::timed_out::<#output> as fn(_) -> _)),
             limit.span,
         ),
-        (true, None, None) => quote!((#private::timed_out::<#output> as fn(_) -> _)),
+        (true, None, None) => locate(
+            quote!((#private::timed_out::<#output> as fn(_) -> _)),
+            output.span(),
+        ),
     };
     let before_wait = match &args.before_wait {
         Some(path) => quote!(#path),

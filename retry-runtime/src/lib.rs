@@ -43,6 +43,21 @@ mod timeout;
 pub mod tower;
 mod window;
 
+/// The optional integrations this build of the runtime has, whichever crate's features
+/// turned them on: `persevere` re-exports them from here, so that its modules `http`,
+/// `reqwest`, `rusqlite` and `tower` follow the runtime's features.
+#[doc(hidden)]
+pub mod integrations {
+    #[cfg(feature = "http")]
+    pub use crate::http;
+    #[cfg(feature = "reqwest")]
+    pub use crate::reqwest;
+    #[cfg(feature = "rusqlite")]
+    pub use crate::rusqlite;
+    #[cfg(feature = "tower")]
+    pub use crate::tower;
+}
+
 pub use backoff::{Backoff, Delays};
 pub use breaker::{BreakerSnapshot, BreakerState, CircuitBreaker, CircuitOpen, Permit};
 pub use budget::{BudgetSnapshot, RetryBudget};

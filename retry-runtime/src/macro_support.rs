@@ -101,7 +101,7 @@ where
 
 /// The outcome of an attempt cut by its time limit: the function's own error, made from
 /// [`AttemptTimedOut`]. Named in the generated code at the key that sets the limit
-/// (`attempt_timeout`, `deadline`, or the attribute for the default deadline), so that an
+/// (`attempt_timeout`, `deadline`, or the return type for the default deadline), so that an
 /// error type without the conversion is reported there, once.
 pub fn timed_out<R>(timeout: AttemptTimedOut) -> R
 where

@@ -9,4 +9,10 @@ async fn fetch() -> Result<u32, ApiError> {
     Err(ApiError)
 }
 
+impl From<persevere::AttemptTimedOut> for ApiError {
+    fn from(_: persevere::AttemptTimedOut) -> Self {
+        ApiError
+    }
+}
+
 fn main() {}

@@ -8,4 +8,10 @@ async fn submit() -> Result<u32, ApiError> {
     Err(ApiError)
 }
 
+impl From<persevere::AttemptTimedOut> for ApiError {
+    fn from(_: persevere::AttemptTimedOut) -> Self {
+        ApiError
+    }
+}
+
 fn main() {}

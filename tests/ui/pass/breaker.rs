@@ -10,6 +10,12 @@ enum ApiError {
     NotFound,
 }
 
+impl From<persevere::AttemptTimedOut> for ApiError {
+    fn from(_: persevere::AttemptTimedOut) -> Self {
+        ApiError::NotFound
+    }
+}
+
 impl From<CircuitOpen> for ApiError {
     fn from(_: CircuitOpen) -> Self {
         ApiError::Open

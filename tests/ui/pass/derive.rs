@@ -19,6 +19,8 @@ enum ApiError {
     Internal,
     #[permanent]
     Rejected,
+    #[timed_out]
+    TimedOut(persevere::AttemptTimedOut),
 }
 
 #[derive(Debug, Classify)]
@@ -45,4 +47,7 @@ async fn main() {
     assert_eq!(ApiError::Refused.classify(), Class::Unsent);
     assert_eq!(ApiError::Internal.classify(), Class::Uncertain);
     assert_eq!(Blip.classify(), Class::Transient);
+    let cut = persevere::AttemptTimedOut::after(Duration::from_secs(1));
+    assert!(matches!(ApiError::from(cut), ApiError::TimedOut(_)));
+    assert_eq!(ApiError::from(cut).classify(), Class::Transient);
 }
