@@ -4,7 +4,9 @@ use std::io;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::Duration;
 
-use persevere::{BreakerState, CircuitBreaker, RetryBudget, idempotent, retry};
+use persevere::{
+    BreakerState, CircuitBreaker, CircuitOpen, Class, Classify, RetryBudget, idempotent, retry,
+};
 use tokio::time::{Instant, sleep};
 
 static UNLIMITED: RetryBudget = RetryBudget::unlimited();
@@ -189,4 +191,80 @@ async fn failure_rate_opens_once_the_minimum_is_reached_and_permanent_errors_are
     let _ = half_fail().await;
     assert_eq!(RATE.state(now()), BreakerState::Open);
     assert_eq!(RATE_CALLS.load(Ordering::SeqCst), 10);
+}
+
+// ---- The breaker and the statistics agree with what happened -------------------------
+
+static TRIPPED: CircuitBreaker = CircuitBreaker::new()
+    .with_consecutive_failures(3)
+    .with_open_for(Duration::from_secs(60));
+static TRIP_BUDGET: RetryBudget = RetryBudget::new();
+
+#[derive(Debug, PartialEq)]
+enum DependencyError {
+    Down(u32),
+    Open,
+    TimedOut,
+}
+
+impl Classify for DependencyError {
+    fn classify(&self) -> Class {
+        match self {
+            DependencyError::Down(_) | DependencyError::TimedOut => Class::Transient,
+            DependencyError::Open => Class::Permanent,
+        }
+    }
+}
+
+impl From<CircuitOpen> for DependencyError {
+    fn from(_: CircuitOpen) -> Self {
+        DependencyError::Open
+    }
+}
+
+impl From<persevere::AttemptTimedOut> for DependencyError {
+    fn from(_: persevere::AttemptTimedOut) -> Self {
+        DependencyError::TimedOut
+    }
+}
+
+static TRIP_ATTEMPTS: AtomicU32 = AtomicU32::new(0);
+
+#[retry(base = "100ms", jitter = "none", breaker = TRIPPED, budget = TRIP_BUDGET)]
+#[idempotent]
+async fn trips_the_breaker() -> Result<u32, DependencyError> {
+    Err(DependencyError::Down(
+        TRIP_ATTEMPTS.fetch_add(1, Ordering::SeqCst) + 1,
+    ))
+}
+
+// One call makes 3 attempts and trips the breaker; 3 more calls are refused. The call
+// that tripped it returns the dependency's last error at once, without waiting out a
+// backoff it will not use; the refused calls return `CircuitOpen`. The statistics count
+// 2 retries and 3 refusals, and the budget spent a token on the 2 retries made only.
+// Can fail: before, the tripping call waited 400 ms and returned `Open`, the statistics
+// said 0 retries, and the budget had granted 3 retries.
+#[tokio::test(start_paused = true)]
+async fn the_call_that_trips_the_breaker_returns_its_error_and_the_counts_agree() {
+    let start = tokio::time::Instant::now();
+    assert_eq!(trips_the_breaker().await, Err(DependencyError::Down(3)));
+    assert_eq!(start.elapsed(), Duration::from_millis(100 + 200));
+    for _ in 0..3 {
+        assert_eq!(trips_the_breaker().await, Err(DependencyError::Open));
+    }
+    assert_eq!(TRIP_ATTEMPTS.load(Ordering::SeqCst), 3);
+    let stats = persevere::stats::get("trips_the_breaker").expect("called");
+    assert_eq!(
+        (stats.requests, stats.attempts, stats.retries),
+        (4, 3, 2),
+        "{stats:?}"
+    );
+    assert_eq!(stats.failed.breaker_opened, 1);
+    assert_eq!(stats.failed.circuit_open, 3);
+    assert_eq!(TRIP_BUDGET.snapshot(now()).retries, 2);
+    let table = persevere::stats::all().to_string();
+    assert!(
+        table.contains("breaker") && table.contains("budget"),
+        "{table}"
+    );
 }

@@ -118,9 +118,16 @@ impl<'p, C: Clock> Call<'p, C> {
                 Ok(())
             }
             Err(open) => {
-                // The refused attempt was counted as started; it was not made.
+                // The refused attempt was counted as started; it was not made. Refused
+                // a first attempt, the call was refused; a later one, the breaker opened
+                // while it waited, and it returns its last failure.
                 let made = self.attempts() - 1;
-                self.finish_failed(GiveUp::CircuitOpen, made, None);
+                let reason = if made == 0 {
+                    GiveUp::CircuitOpen
+                } else {
+                    GiveUp::BreakerOpened
+                };
+                self.finish_failed(reason, made, None);
                 Err(open)
             }
         }
@@ -205,6 +212,10 @@ impl<'p, C: Clock> Call<'p, C> {
         }
         let step = if retried_inside && policy.layers() == Layers::Innermost {
             Step::GiveUp(GiveUp::RetriedInside)
+        } else if class.is_retryable() && breaker_is_open(policy, now) {
+            // This failure (or others') opened the breaker: no retry, so no wait and no
+            // budget token; the call returns this failure.
+            Step::GiveUp(GiveUp::BreakerOpened)
         } else {
             match with_thread_rng(|rng| self.state.on_failure(class, now, rng)) {
                 Step::Retry(_) if !policy.budget().withdraw(now) => {
@@ -230,7 +241,8 @@ impl<'p, C: Clock> Call<'p, C> {
     }
 
     /// After a wait: the frame of the next attempt, or `None` if the deadline passed
-    /// meanwhile and the call must return its last failure.
+    /// meanwhile and the call must return its last failure. The next attempt is not
+    /// admitted yet (see [`Call::admit`]).
     ///
     /// A wait is granted only if it ends before the deadline, but timers fire on a
     /// millisecond grid and a busy machine wakes tasks late; no attempt starts once the
@@ -277,6 +289,13 @@ impl<'p, C: Clock> Call<'p, C> {
         let now = C::now();
         now.saturating_duration_since(self.state.started().unwrap_or(now))
     }
+}
+
+/// Whether `policy`'s breaker, if any, is open at `now`.
+fn breaker_is_open(policy: &Policy, now: std::time::Instant) -> bool {
+    policy
+        .breaker()
+        .is_some_and(|breaker| breaker.state(now) == crate::breaker::BreakerState::Open)
 }
 
 /// Counts a call of `policy` that succeeded at its first attempt, in its thread's batch

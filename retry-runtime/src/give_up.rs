@@ -21,8 +21,13 @@ pub enum GiveUp {
     BudgetExhausted,
     /// The failure came out of a nested `#[retry]` call, which has already retried it.
     RetriedInside,
-    /// The circuit breaker is open: the attempt was not made.
+    /// The circuit breaker was open when the call began: no attempt was made, and the
+    /// call returned [`crate::CircuitOpen`].
     CircuitOpen,
+    /// The circuit breaker opened during the call (on its failure, or on others' while
+    /// it waited): the next attempt was not made, and the call returned its last
+    /// failure.
+    BreakerOpened,
 }
 
 impl fmt::Display for GiveUp {
@@ -36,13 +41,14 @@ impl fmt::Display for GiveUp {
             GiveUp::BudgetExhausted => "the retry budget is spent",
             GiveUp::RetriedInside => "a nested retrying call already retried the failure",
             GiveUp::CircuitOpen => "the circuit breaker is open",
+            GiveUp::BreakerOpened => "the circuit breaker opened",
         })
     }
 }
 
 impl GiveUp {
     /// How many reasons there are: the length of the tables indexed by [`GiveUp::index`].
-    pub(crate) const COUNT: usize = 8;
+    pub(crate) const COUNT: usize = 9;
 
     /// This reason's position in a table of one entry per reason.
     pub(crate) const fn index(self) -> usize {
@@ -55,6 +61,7 @@ impl GiveUp {
             GiveUp::BudgetExhausted => 5,
             GiveUp::RetriedInside => 6,
             GiveUp::CircuitOpen => 7,
+            GiveUp::BreakerOpened => 8,
         }
     }
 
@@ -69,5 +76,6 @@ impl GiveUp {
         "budget_refused",
         "retried_inside",
         "circuit_open",
+        "breaker_opened",
     ];
 }

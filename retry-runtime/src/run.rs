@@ -144,15 +144,21 @@ impl<'p, C: Clock> Run<'p, C> {
         decision
     }
 
-    /// After a wait: `Ok(true)` to make the next attempt, `Ok(false)` if the deadline
-    /// passed meanwhile (the last failure stands), `Err` if the breaker refuses it.
-    fn resume(&mut self) -> Result<bool, CircuitOpen> {
+    /// After a wait: `true` to make the next attempt; `false` if the deadline passed
+    /// meanwhile or the breaker opened, and the call returns its last failure.
+    fn resume(&mut self) -> bool {
         let call = self.call.as_mut().expect("a wait follows a failure");
         let Some(frame) = call.resume() else {
-            return Ok(false);
+            return false;
         };
         self.frame = frame;
-        call.admit().map(|()| true)
+        if call.admit().is_err() {
+            return false;
+        }
+        if let Some(stats) = self.policy.stats() {
+            stats.record_retry();
+        }
+        true
     }
 }
 
@@ -285,24 +291,23 @@ fn drive<'p, R: Outcome>(
                     Decision::Return => return Poll::Ready(Some(outcome)),
                     // No timer for a zero wait, which tokio would round up to its next
                     // millisecond.
-                    Decision::Wait(wait) if wait.is_zero() => match run.resume() {
-                        Ok(true) => None,
-                        Ok(false) => return Poll::Ready(Some(outcome)),
-                        Err(open) => return Poll::Ready(Some(handling.circuit_open(open))),
-                    },
+                    Decision::Wait(wait) if wait.is_zero() => {
+                        if !run.resume() {
+                            return Poll::Ready(Some(outcome));
+                        }
+                        None
+                    }
                     Decision::Wait(wait) => Some((wait, outcome)),
                 }
             }
             Now::Waiting(sleep, outcome) => {
                 std::task::ready!(sleep.poll(cx));
-                match run.resume() {
-                    Ok(true) => None,
-                    // The deadline passed while waiting: the last failure stands.
-                    Ok(false) => {
-                        return Poll::Ready(outcome.take());
-                    }
-                    Err(open) => return Poll::Ready(Some(handling.circuit_open(open))),
+                if !run.resume() {
+                    // The deadline passed, or the breaker opened, while waiting: the
+                    // last failure stands.
+                    return Poll::Ready(outcome.take());
                 }
+                None
             }
         };
         if !attempts.as_mut().then(next) {
@@ -539,11 +544,7 @@ where
             if !wait.is_zero() {
                 std::thread::sleep(wait);
             }
-            match run.resume() {
-                Ok(true) => None,
-                Ok(false) => Some(outcome),
-                Err(open) => Some(handling.circuit_open(open)),
-            }
+            if run.resume() { None } else { Some(outcome) }
         }
     }
 }

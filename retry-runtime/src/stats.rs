@@ -58,6 +58,8 @@ pub struct RetryStats {
     failed_attempts: AtomicU64,
     /// Time spent waiting between attempts, in nanoseconds.
     waited_nanos: AtomicU64,
+    /// Attempts made after a call's first: counted as they start.
+    retries: AtomicU64,
     #[cfg(feature = "metrics")]
     labels: MetricLabels,
 }
@@ -71,7 +73,8 @@ pub struct StatsSnapshot {
     pub requests: u64,
     /// Attempts made, first attempts included.
     pub attempts: u64,
-    /// Attempts beyond the first: `attempts - requests`.
+    /// Attempts made after a call's first, counted as they start: `attempts` less the
+    /// calls that made an attempt at all (a call the breaker refused made none).
     pub retries: u64,
     /// Calls that returned `Ok`.
     pub succeeded: u64,
@@ -98,8 +101,10 @@ pub struct FailureCounts {
     pub budget_refused: u64,
     /// A nested `#[retry]` call had already retried the failure.
     pub retried_inside: u64,
-    /// The circuit breaker was open.
+    /// The circuit breaker was open when the call began: refused, with no attempt made.
     pub circuit_open: u64,
+    /// The circuit breaker opened during the call, which returned its last failure.
+    pub breaker_opened: u64,
 }
 
 impl FailureCounts {
@@ -112,6 +117,7 @@ impl FailureCounts {
             + self.budget_refused
             + self.retried_inside
             + self.circuit_open
+            + self.breaker_opened
     }
 }
 
@@ -140,6 +146,7 @@ impl RetryStats {
             failed: [const { AtomicU64::new(0) }; REASONS],
             failed_attempts: AtomicU64::new(0),
             waited_nanos: AtomicU64::new(0),
+            retries: AtomicU64::new(0),
             #[cfg(feature = "metrics")]
             labels: MetricLabels::new(name),
         }
@@ -183,7 +190,7 @@ impl RetryStats {
     /// Makes these counters visible to [`all`] and [`get`]; done on a function's first
     /// call.
     #[inline]
-    pub fn register(&'static self) {
+    pub(crate) fn register(&'static self) {
         if !self.registered.load(Ordering::Acquire) {
             self.register_slow();
         }
@@ -204,7 +211,7 @@ impl RetryStats {
 
     /// Records a call that succeeded after `attempts` attempts.
     #[inline]
-    pub fn record_success(&self, attempts: u32) {
+    pub(crate) fn record_success(&self, attempts: u32) {
         let bucket = BUCKET_TOPS
             .iter()
             .position(|&top| attempts <= top)
@@ -217,14 +224,19 @@ impl RetryStats {
     }
 
     /// Records a call that gave up after `attempts` attempts.
-    pub fn record_failure(&self, attempts: u32, reason: GiveUp) {
+    pub(crate) fn record_failure(&self, attempts: u32, reason: GiveUp) {
         self.failed[reason.index()].fetch_add(1, Ordering::Relaxed);
         self.failed_attempts
             .fetch_add(u64::from(attempts), Ordering::Relaxed);
     }
 
+    /// Records a retry: an attempt after the first, as it starts.
+    pub(crate) fn record_retry(&self) {
+        self.retries.fetch_add(1, Ordering::Relaxed);
+    }
+
     /// Records a wait between attempts.
-    pub fn record_wait(&self, wait: Duration) {
+    pub(crate) fn record_wait(&self, wait: Duration) {
         let nanos = u64::try_from(wait.as_nanos()).unwrap_or(u64::MAX);
         self.waited_nanos.fetch_add(nanos, Ordering::Relaxed);
     }
@@ -251,6 +263,7 @@ impl RetryStats {
             budget_refused: count(GiveUp::BudgetExhausted),
             retried_inside: count(GiveUp::RetriedInside),
             circuit_open: count(GiveUp::CircuitOpen),
+            breaker_opened: count(GiveUp::BreakerOpened),
         };
         let requests = succeeded + failed.total();
         let attempts = attempts_to_success[0]
@@ -260,7 +273,7 @@ impl RetryStats {
             function: self.name,
             requests,
             attempts,
-            retries: attempts.saturating_sub(requests),
+            retries: load(&self.retries),
             succeeded,
             attempts_to_success,
             failed,
@@ -295,7 +308,7 @@ pub fn get(function: &str) -> Option<StatsSnapshot> {
 /// Snapshots of several functions, printed as a table by `Display`:
 ///
 /// ```text
-/// function                 requests  attempts  retries  ratio   ok  failed  1st  2nd  3rd+  waited
+/// function                 requests  attempts  retries  ratio   ok  failed  1st  2nd  3rd+  breaker  budget  waited
 /// shop::inventory::stock        120       131       11   0.09  118       2  112    4     2  2.410s
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -312,7 +325,7 @@ impl fmt::Display for Report {
             .max("function".len());
         writeln!(
             f,
-            "{:<width$}  {:>8}  {:>8}  {:>7}  {:>5}  {:>8}  {:>6}  {:>8}  {:>8}  {:>8}  {:>9}",
+            "{:<width$}  {:>8}  {:>8}  {:>7}  {:>5}  {:>8}  {:>6}  {:>8}  {:>8}  {:>8}  {:>7}  {:>7}  {:>9}",
             "function",
             "requests",
             "attempts",
@@ -323,13 +336,15 @@ impl fmt::Display for Report {
             "1st try",
             "2nd try",
             "3rd+ try",
+            "breaker",
+            "budget",
             "waited"
         )?;
         for s in &self.0 {
             let later: u64 = s.attempts_to_success[2..].iter().sum();
             writeln!(
                 f,
-                "{:<width$}  {:>8}  {:>8}  {:>7}  {:>5.2}  {:>8}  {:>6}  {:>8}  {:>8}  {:>8}  {:>8.3}s",
+                "{:<width$}  {:>8}  {:>8}  {:>7}  {:>5.2}  {:>8}  {:>6}  {:>8}  {:>8}  {:>8}  {:>7}  {:>7}  {:>8.3}s",
                 s.function,
                 s.requests,
                 s.attempts,
@@ -340,6 +355,8 @@ impl fmt::Display for Report {
                 s.attempts_to_success[0],
                 s.attempts_to_success[1],
                 later,
+                s.failed.circuit_open,
+                s.failed.budget_refused,
                 s.waited.as_secs_f64(),
             )?;
         }
@@ -355,7 +372,7 @@ pub(crate) struct MetricLabels {
     pub(crate) function: [metrics::Label; 1],
     pub(crate) ok: [metrics::Label; 2],
     pub(crate) error: [metrics::Label; 2],
-    pub(crate) reasons: [[metrics::Label; 2]; 8],
+    pub(crate) reasons: [[metrics::Label; 2]; GiveUp::COUNT],
     pub(crate) to_open: [metrics::Label; 2],
     pub(crate) to_closed: [metrics::Label; 2],
     pub(crate) to_half_open: [metrics::Label; 2],
@@ -381,6 +398,7 @@ impl MetricLabels {
             pair(name, "reason", GiveUp::LABELS[5]),
             pair(name, "reason", GiveUp::LABELS[6]),
             pair(name, "reason", GiveUp::LABELS[7]),
+            pair(name, "reason", GiveUp::LABELS[8]),
         ];
         Self {
             function: [Label::from_static_parts("function", name)],
@@ -411,6 +429,10 @@ mod tests {
         STATS.record_failure(4, GiveUp::AttemptsExhausted);
         STATS.record_failure(1, GiveUp::Permanent);
         STATS.record_wait(Duration::from_millis(250));
+        // The retries of the calls of 3, 12 and 4 attempts, as they started.
+        for _ in 0..2 + 11 + 3 {
+            STATS.record_retry();
+        }
         let s = STATS.snapshot();
         assert_eq!(s.requests, 14);
         assert_eq!(s.attempts, 10 + 3 + 12 + 4 + 1);

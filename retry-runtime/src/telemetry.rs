@@ -34,6 +34,7 @@
 //! | `persevere_retries_total` | counter | attempts beyond the first |
 //! | `persevere_give_ups_total` | counter | failed calls, with label `reason` |
 //! | `persevere_budget_refusals_total` | counter | retries the budget refused |
+//! | `persevere_breaker_refusals_total` | counter | calls an open breaker refused before any attempt |
 //! | `persevere_breaker_transitions_total` | counter | breaker moves, with label `to` = `open` or `closed` |
 //! | `persevere_wait_seconds` | histogram | each wait between attempts |
 //! | `persevere_attempts_per_success` | histogram | attempts a successful call took |
@@ -200,6 +201,9 @@ pub(crate) fn gave_up(
         counter("persevere_give_ups_total", &labels.reasons[reason.index()]).increment(1);
         if reason == GiveUp::BudgetExhausted {
             counter("persevere_budget_refusals_total", &labels.function).increment(1);
+        }
+        if reason == GiveUp::CircuitOpen {
+            counter("persevere_breaker_refusals_total", &labels.function).increment(1);
         }
     }
     let _ = (policy, attempts, elapsed, reason, error);
