@@ -32,6 +32,7 @@ const WORLD: World = World {
         tail: 40,
     },
     capacity: None,
+    fail: 1.0,
 };
 const SEED: u64 = 1;
 /// The most load the defaults may add during a total outage: the budget's 10 % and some.
