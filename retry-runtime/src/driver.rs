@@ -342,6 +342,11 @@ impl<'p, C: Clock> Retry<'p, C> {
         } else if let Some(stats) = policy.stats() {
             stats.record_success(attempts);
         }
+        if attempts > 1 {
+            policy
+                .budget()
+                .retry_succeeded(CompactInstant::new(C::now()));
+        }
         if attempts > 1 || cfg!(feature = "metrics") {
             telemetry::succeeded(policy, &self.span.0, attempts, || self.elapsed());
         }
