@@ -42,7 +42,8 @@ use sim::{Report, Timeline, World};
 enum Guard {
     /// Nothing: every call makes all the attempts its policy allows.
     Nothing,
-    /// The default retry budget: retries up to 10 % of calls, plus 10 per 10 s.
+    /// The default retry budget: retries up to 10 % of calls, plus a reserve of 2, and
+    /// half a retry back for each retried call that succeeds.
     Budget,
     /// The default circuit breaker (opens after 5 failures in a row, for 30 s, then one
     /// probe), and no budget.
@@ -190,17 +191,26 @@ fn main() -> ExitCode {
          RetryBudget::new(); breaker: CircuitBreaker::new(), no budget\n"
     );
     println!(
-        "{:<24} {:>9} {:>17} {:>7} {:>8} {:>8} {:>8} {:>8}",
-        "strategy", "attempts", "in outage (x)", "peak/s", "success", "settled", "done", "overall"
+        "{:<24} {:>9} {:>17} {:>7} {:>7} {:>8} {:>8} {:>8} {:>8}",
+        "strategy",
+        "attempts",
+        "in outage (x)",
+        "peak/s",
+        "then",
+        "success",
+        "settled",
+        "done",
+        "overall"
     );
     for (strategy, report) in &runs {
         println!(
-            "{:<24} {:>9} {:>9} ({:>5.2}) {:>7} {:>7.2}% {:>7.1}s {:>7.1}s {:>7.2}%",
+            "{:<24} {:>9} {:>9} ({:>5.2}) {:>7} {:>7} {:>7.2}% {:>7.1}s {:>7.1}s {:>7.2}%",
             strategy.name,
             report.attempts(),
             report.outage_attempts(),
             report.amplification(),
             report.outage_peak(),
+            report.outage_peak_after(2),
             100.0 * report.outage_success_rate(),
             report.settled().as_secs_f64(),
             report.outage_calls_done().as_secs_f64(),
@@ -210,10 +220,10 @@ fn main() -> ExitCode {
     println!(
         "\nattempts: requests that reached the dependency; in outage: those during the \
          outage, (x) per call started in it;\npeak/s: most in one second of the outage; \
-         success: calls started in the outage that returned Ok; after recovery,\nsettled: \
-         until no call retries or fails, done: until every call started in the outage has \
-         returned;\noverall: calls that returned Ok, of all the run's (clients start calls \
-         until t = {} s).",
+         then: most in one second after its first two; success: calls started in the\n\
+         outage that returned Ok; after recovery, settled: until no call retries or fails, \
+         done: until every call\nstarted in the outage has returned; overall: calls that \
+         returned Ok, of all the run's (clients start calls until t = {} s).",
         timeline.end()
     );
     if let Some(path) = &options.svg {

@@ -356,7 +356,18 @@ impl Report {
 
     /// The most attempts that reached the dependency in one second of the outage.
     pub fn outage_peak(&self) -> u32 {
-        self.outage().iter().map(Second::load).max().unwrap_or(0)
+        self.outage_peak_after(0)
+    }
+
+    /// The most attempts that reached the dependency in one second of the outage after
+    /// its first `skip` seconds.
+    pub fn outage_peak_after(&self, skip: usize) -> u32 {
+        let outage = self.outage();
+        outage[skip.min(outage.len())..]
+            .iter()
+            .map(Second::load)
+            .max()
+            .unwrap_or(0)
     }
 
     /// The share of the calls started during the outage that succeeded.
