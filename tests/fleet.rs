@@ -275,9 +275,8 @@ async fn quiet(fails_first: bool) -> io::Result<()> {
 
 // A client that calls once a minute with the defaults, for two hours: its first call
 // fails once, then one call in ten; each is retried and succeeds.
-// Can fail: a budget of the ratio alone (no reserve) refuses the first call's retry, and
-// one whose reserve is spent by a failure and refilled only by many requests refuses
-// the later ones.
+// Can fail: a budget that starts empty (the ratio alone, no reserve) refuses the first
+// call's retry.
 #[tokio::test(start_paused = true)]
 async fn a_quiet_client_is_still_retried() {
     for minute in 0..120 {
@@ -451,7 +450,8 @@ fn half_the_requests_failing_costs_at_most_1_2x_and_more_than_half_succeed() {
     assert!(report.outage_success_rate() >= 0.55, "{seen}");
 }
 
-// Can fail: a budget of the ratio alone (no reserve, no refund) lets 98 % through here.
+// Can fail: the window budget passes, but a bucket without the refund for retried calls
+// that succeed (the ratio and the reserve alone) lets 98.0 % through here.
 #[test]
 fn a_tenth_failing_costs_at_most_1_15x_and_99_percent_succeed() {
     let report = storm(0.1, false);
@@ -461,6 +461,7 @@ fn a_tenth_failing_costs_at_most_1_15x_and_99_percent_succeed() {
     assert!(report.outage_success_rate() >= 0.99, "{seen}");
 }
 
+// Can fail: a budget without a reserve refuses most first retries of a healthy client.
 #[test]
 fn a_blip_is_retried_away() {
     let report = storm(0.01, false);
