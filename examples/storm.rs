@@ -18,8 +18,8 @@
 //! `--shared` puts the whole fleet in one process behind one of each.
 //!
 //! `--svg PATH` plots the load on the dependency over time, one panel per strategy;
-//! `docs/storm.svg` is this plot with the defaults, which take about 4 s to run in
-//! release (25 s unoptimised).
+//! `docs/storm.svg` is this plot with the defaults, which take about 2 s to run in
+//! release (25 s unoptimised), and `docs/storm-degraded.svg` with `--fail 0.5`.
 
 use std::process::ExitCode;
 use std::rc::Rc;

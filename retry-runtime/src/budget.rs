@@ -25,9 +25,10 @@ const REFUND: i64 = PPM / 2;
 ///   debt; with nothing left it is refused, and the call gives up.
 /// - A call that succeeds after retrying gives half a token back: its retry reached a
 ///   dependency that answers.
-/// - The balance never exceeds the floor (2 tokens by default, at least 1), which the
-///   budget starts with, or, if more, what the requests of the last `window` (1 s by
-///   default) earned: a busy budget can absorb a second's worth of failures at once.
+/// - Requests and refunds fill the balance up to the floor (2 tokens by default, at
+///   least 1), which the budget starts with, or, if more, up to what the requests of the
+///   last `window` (1 s by default) earned: a busy budget can absorb a second's worth of
+///   failures at once.
 ///
 /// So, exactly: **retries <= floor + ratio x requests + 1/2 x calls that succeeded after
 /// retrying (+ 1 for the last retry's debt)**. When every request fails, retries are
@@ -42,8 +43,8 @@ const REFUND: i64 = PPM / 2;
 /// with time would be most of the load in an outage.
 ///
 /// A budget is built in `const` context so it can be a `static` shared by every function
-/// that calls one dependency, and it is lock-free: a retry takes one atomic update to
-/// withdraw, and nothing is allocated. A `#[retry]` call that succeeds at once does not
+/// that calls one dependency, and it is lock-free: a retry takes two atomic updates (the
+/// balance and the count of retries), and nothing is allocated. A `#[retry]` call that succeeds at once does not
 /// touch the budget: each thread counts those and deposits them 64 at a time, or sooner
 /// when one of its calls fails (see [`crate::batch`]).
 ///
@@ -60,14 +61,14 @@ const REFUND: i64 = PPM / 2;
 pub struct RetryBudget {
     /// Millionths of a token per request.
     ratio_ppm: i64,
-    /// The reserve, in millionths: what the budget starts with, and the least it may
-    /// hold; `None` for a budget without limit.
+    /// The reserve, in millionths: what the budget starts with, and what requests fill
+    /// it back to however few they are; `None` for a budget without limit.
     floor: Option<i64>,
     /// The requests of the last window, which set how much more than the floor the
     /// balance may hold.
     epochs: Epochs,
     recent: RollingCount,
-    /// Millionths of a token, from `-PPM` to the capacity.
+    /// Millionths of a token, from `-PPM` up.
     balance: AtomicI64,
     requests: AtomicU64,
     retries: AtomicU64,
