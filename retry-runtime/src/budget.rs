@@ -179,8 +179,8 @@ impl RetryBudget {
     }
 
     /// Records that a call which retried succeeded at `now`: it gives back half a retry.
-    pub(crate) fn retry_succeeded(&self, now: CompactInstant) {
-        self.earn(REFUND, self.epochs.epoch_of(now));
+    pub(crate) fn retry_succeeded(&self, now: Instant) {
+        self.earn(REFUND, self.epochs.epoch(now));
     }
 
     /// Adds `ppm` to the balance, up to what it may hold in `epoch`.
@@ -285,7 +285,7 @@ mod tests {
         for retries in 0..=5 {
             if !dependency.random_bool(fail) {
                 if retries > 0 {
-                    budget.retry_succeeded(CompactInstant::new(now));
+                    budget.retry_succeeded(now);
                 }
                 return Some(retries);
             }

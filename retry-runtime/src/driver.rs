@@ -343,9 +343,7 @@ impl<'p, C: Clock> Retry<'p, C> {
             stats.record_success(attempts);
         }
         if attempts > 1 {
-            policy
-                .budget()
-                .retry_succeeded(CompactInstant::new(C::now()));
+            policy.budget().retry_succeeded(C::now());
         }
         if attempts > 1 || cfg!(feature = "metrics") {
             telemetry::succeeded(policy, &self.span.0, attempts, || self.elapsed());
