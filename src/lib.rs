@@ -33,8 +33,21 @@
 #![forbid(unsafe_code)]
 
 pub use persevere_macros::{Classify, idempotent, retry};
-// Everything the runtime offers, whatever features it was built with.
-pub use persevere_runtime::*;
+#[cfg(feature = "http")]
+pub use persevere_runtime::http;
+#[cfg(feature = "reqwest")]
+pub use persevere_runtime::reqwest;
+#[cfg(feature = "rusqlite")]
+pub use persevere_runtime::rusqlite;
+#[cfg(feature = "tower")]
+pub use persevere_runtime::tower;
+pub use persevere_runtime::{
+    AttemptTimedOut, Backoff, BeforeWait, BreakerSnapshot, BreakerState, BudgetSnapshot,
+    CircuitBreaker, CircuitOpen, Class, Classify, Delays, GiveUp, IdempotencyKey, Jitter, Layers,
+    ParseKeyError, Permit, Policy, RetryBudget, RetryState, RetryStats, StatsSnapshot, Step,
+    retry_blocking, retry_fn, seed_thread_rng,
+};
+pub use persevere_runtime::{backoff, deadline, stats, telemetry};
 
 #[doc(hidden)]
 pub mod __private {

@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::mpsc;
 use std::thread;
 
-use persevere::batch::BATCH;
+use persevere::__private::BATCH;
 use persevere::{
     BudgetSnapshot, RetryBudget, StatsSnapshot, idempotent, retry, seed_thread_rng, stats,
 };

@@ -781,7 +781,7 @@ async fn by_macro(probe: &Probe, script: Script<'_>) -> Result<u32, TestError> {
 /// `script` under `POLICY` through `persevere::retry`: the result, the calls, the gaps.
 async fn by_runtime(script: Script<'_>) -> (Result<u32, TestError>, u32, Vec<Duration>) {
     let probe = Probe::new();
-    let result = persevere::retry(&POLICY, || {
+    let result = persevere::retry_fn(&POLICY, || {
         let outcome = script(probe.enter());
         async move { outcome }
     })
@@ -855,4 +855,48 @@ async fn macro_runtime_and_state_machine_agree() {
         );
         assert_eq!(by_hand(script), (result, calls, waits, why));
     }
+}
+
+// `cap` caps every wait, the first included: a cap below the base means every wait is
+// the cap, as `Policy::with_cap` says; the macro accepts what the policy accepts.
+// Can fail: waits of the base (5 s) or of `base * 2^n` would give gaps of 5 s and 10 s.
+#[retry(base = "5s", cap = "2s", jitter = "none", attempts = 3, budget = UNLIMITED)]
+#[idempotent]
+async fn cap_below_base(probe: &Probe) -> Result<u32, TestError> {
+    Err(TestError::Transient(probe.enter()))
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_cap_below_the_base_makes_every_wait_the_cap() {
+    let probe = Probe::new();
+    assert_eq!(cap_below_base(&probe).await, Err(TestError::Transient(3)));
+    assert_eq!(probe.gaps(), [ms(2000), ms(2000)]);
+}
+
+// An attempt timeout longer than the deadline is cut at the deadline: the attempt that
+// would run for an hour is cancelled at 3 s, and the call returns its timeout at once.
+// Can fail: an attempt limited by its timeout alone would end the call after 10 s.
+#[retry(
+    deadline = "3s",
+    attempt_timeout = "10s",
+    base = "100ms",
+    jitter = "none"
+)]
+#[idempotent]
+async fn timeout_beyond_the_deadline(probe: &Probe) -> Result<u32, TestError> {
+    probe.enter();
+    tokio::time::sleep(Duration::from_secs(3600)).await;
+    Ok(1)
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_attempt_timeout_beyond_the_deadline_is_cut_at_the_deadline() {
+    let probe = Probe::new();
+    let result = timeout_beyond_the_deadline(&probe).await;
+    assert_eq!(
+        result,
+        Err(TestError::TimedOut(AttemptTimedOut::after(ms(3000))))
+    );
+    assert_eq!(probe.calls(), 1);
+    assert_eq!(probe.elapsed(), ms(3000));
 }

@@ -10,7 +10,7 @@ use std::hint::black_box;
 use std::mem::{size_of, size_of_val};
 use std::time::Duration;
 
-use persevere::__private::{Attempt, Policy, Retry, TokioClock, attempt};
+use persevere::__private::{Policy, Run};
 use persevere::{Class, Classify, RetryState, idempotent, retry};
 
 /// The most `#[retry]` may add to a function's future.
@@ -80,11 +80,11 @@ fn check(name: &str, plain: usize, retried: usize, bound: usize) -> Result<(), S
 /// What the generated code keeps across an `.await`: printed to explain a failure.
 fn print_pieces() {
     static POLICY: Policy = Policy::new();
-    let mut call = Retry::<TokioClock>::start_lazily(&POLICY);
+    let run = Run::lazy(&POLICY);
     println!("pieces:");
     println!(
-        "  Retry<TokioClock>                 {:>4} B",
-        size_of_val(&call)
+        "  Run (the call's core)             {:>4} B",
+        size_of_val(&run)
     );
     println!(
         "  RetryState                        {:>4} B",
@@ -95,26 +95,8 @@ fn print_pieces() {
         size_of::<Policy>()
     );
     println!(
-        "  Attempt<Result<u64, Failure>>     {:>4} B",
-        size_of::<Attempt<Result<u64, Failure>>>()
-    );
-    println!(
         "  tokio::time::Sleep                {:>4} B",
         size_of::<tokio::time::Sleep>()
-    );
-    let body = trivial(1);
-    let body_size = size_of_val(&body);
-    let wrapped = attempt(&mut call, body);
-    println!(
-        "  attempt(trivial body)             {:>4} B (the body alone: {body_size} B)",
-        size_of_val(&wrapped)
-    );
-    let body = sleeps(1);
-    let body_size = size_of_val(&body);
-    let wrapped = attempt(&mut call, body);
-    println!(
-        "  attempt(sleeping body)            {:>4} B (the body alone: {body_size} B)",
-        size_of_val(&wrapped)
     );
 }
 

@@ -20,7 +20,7 @@ use std::sync::Mutex;
 use std::task::{Context, Waker};
 use std::time::Duration;
 
-use persevere::{Class, Clock, Jitter, Policy, Retry, RetryBudget, deadline, idempotent, retry};
+use persevere::{RetryBudget, deadline, idempotent, retry};
 use tokio::time::Instant;
 
 const fn ms(n: u64) -> Duration {
@@ -194,56 +194,6 @@ async fn work_before_the_first_yield_is_left_out_and_the_wait_after_it_counts() 
         .unwrap_err();
     assert_eq!(probe.starts(), at_0_then_every_second(8, 14));
     assert_eq!(probe.elapsed(), secs(14));
-}
-
-/// A clock that tests move by hand, per thread: time that passes while an attempt runs
-/// without yielding, with no runtime at all.
-struct ManualClock;
-
-thread_local! {
-    static MANUAL_NOW: std::cell::Cell<Option<std::time::Instant>> =
-        const { std::cell::Cell::new(None) };
-}
-
-impl ManualClock {
-    fn advance(d: Duration) {
-        MANUAL_NOW.set(Some(Self::now() + d));
-    }
-}
-
-impl Clock for ManualClock {
-    fn now() -> std::time::Instant {
-        MANUAL_NOW.get().unwrap_or_else(|| {
-            let now = std::time::Instant::now();
-            MANUAL_NOW.set(Some(now));
-            now
-        })
-    }
-}
-
-static MANUAL_POLICY: Policy = Policy::new()
-    .with_deadline(secs(12))
-    .with_base(secs(1))
-    .with_cap(secs(1))
-    .with_jitter(Jitter::None)
-    .with_attempts(100)
-    .with_budget(&UNLIMITED);
-
-// The same rule, driven by hand through the runtime's `Retry`, without tokio: a lazy
-// call has no start and no deadline until its first failure, 5 s after it began, and its
-// deadline is then 12 s after that failure.
-// Can fail: `Retry::start` (eager) would report a start at 0 and a deadline at 12 s.
-#[test]
-fn a_lazy_call_starts_its_clock_at_its_first_failure() {
-    let begun = ManualClock::now();
-    let mut call = Retry::<ManualClock>::start_lazily(&MANUAL_POLICY);
-    assert_eq!(call.state().started(), None);
-    assert_eq!(call.deadline(), None);
-    ManualClock::advance(secs(5));
-    let wait = call.after_failure(Class::Transient, false, &"connection reset");
-    assert_eq!(wait, Some(secs(1)));
-    assert_eq!(call.state().started(), Some(begun + secs(5)));
-    assert_eq!(call.deadline(), Some(begun + secs(17)));
 }
 
 // ---- Nested calls ---------------------------------------------------------------------

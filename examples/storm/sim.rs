@@ -253,7 +253,7 @@ impl Dependency {
 pub async fn call_with(policy: &Policy, dependency: &Dependency) -> Result<(), Failure> {
     let tries = Cell::new(0);
     let tries = &tries;
-    persevere::retry(policy, move || async move { dependency.attempt(tries) }).await
+    persevere::retry_fn(policy, move || async move { dependency.attempt(tries) }).await
 }
 
 /// Runs `world` in virtual time: every client starts `call(client, dependency)` once a

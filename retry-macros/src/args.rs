@@ -7,6 +7,7 @@ use proc_macro2::{Span, TokenStream};
 use syn::parse::{ParseStream, Parser};
 use syn::{Ident, LitFloat, LitInt, LitStr, Path, Token};
 
+use crate::diag::push;
 use crate::duration;
 
 mod kw {
@@ -14,9 +15,6 @@ mod kw {
     syn::custom_keyword!(unsent);
     syn::custom_keyword!(__idempotent);
 }
-
-/// The keys `#[retry]` accepts, in the order the documentation lists them.
-pub const KEYS: &str = "deadline, attempts, base, cap, multiplier, jitter, on, attempt_timeout, max_retry_after, uncertain_attempts, budget, breaker, layers, before_wait, key, crate";
 
 /// A value with the span of the tokens it was written as.
 #[derive(Clone, Copy, Debug)]
@@ -58,8 +56,8 @@ pub enum On {
 pub struct Args {
     pub deadline: Option<Duration>,
     pub attempts: Option<u32>,
-    pub base: Option<Spanned<Duration>>,
-    pub cap: Option<Spanned<Duration>>,
+    pub base: Option<Duration>,
+    pub cap: Option<Duration>,
     pub multiplier: Option<f64>,
     pub jitter: Option<Jitter>,
     pub on: Option<On>,
@@ -104,14 +102,6 @@ pub fn parse(tokens: TokenStream) -> (Args, Option<syn::Error>) {
     (args, errors)
 }
 
-/// Adds `e` to the errors so far.
-pub fn push(errors: &mut Option<syn::Error>, e: syn::Error) {
-    match errors {
-        Some(all) => all.combine(e),
-        None => *errors = Some(e),
-    }
-}
-
 fn skip_to_comma(input: ParseStream) {
     let _ = input.step(|cursor| {
         let mut rest = *cursor;
@@ -139,90 +129,177 @@ fn parse_one(input: ParseStream, args: &mut Args) -> syn::Result<()> {
     } else {
         return Err(syn::Error::new(
             input.span(),
-            format!("expected an argument `key = value`; the keys are: {KEYS}"),
+            format!(
+                "expected an argument `key = value`; the keys are: {}",
+                names()
+            ),
         ));
     };
     let name = key.to_string();
-    if !KEYS.split(", ").any(|k| k == name) {
+    let Some(entry) = KEYS.iter().find(|entry| entry.name == name) else {
         return Err(syn::Error::new(
             key.span(),
-            format!("unknown argument `{name}`; expected one of: {KEYS}"),
+            format!("unknown argument `{name}`; expected one of: {}", names()),
         ));
-    }
+    };
     if !input.peek(Token![=]) {
         return Err(syn::Error::new(
             key.span(),
-            format!("expected `{name} = ...`; {}", example(&name)),
+            format!("expected `{name} = ...`; {}", entry.example),
         ));
     }
     input.parse::<Token![=]>()?;
-    let duplicate = || {
-        syn::Error::new(
+    if !(entry.parse)(input, args)? {
+        return Err(syn::Error::new(
             key.span(),
             format!("duplicate argument `{name}`; give each argument once"),
-        )
-    };
-    macro_rules! set {
-        ($field:ident, $value:expr) => {{
-            let value = $value;
-            if args.$field.is_some() {
-                return Err(duplicate());
-            }
-            args.$field = Some(value);
-        }};
+        ));
     }
-    match name.as_str() {
-        "deadline" => set!(deadline, positive_duration(input, "deadline")?.value),
-        "base" => set!(base, duration(input)?),
-        "cap" => set!(cap, duration(input)?),
-        "attempt_timeout" => set!(
-            attempt_timeout,
-            positive_duration(input, "attempt_timeout")?
-        ),
-        "max_retry_after" => set!(max_retry_after, duration(input)?.value),
-        "attempts" => set!(attempts, attempts(input, "attempts")?),
-        "uncertain_attempts" => set!(uncertain_attempts, attempts(input, "uncertain_attempts")?),
-        "budget" => set!(budget, static_path(input, "budget")?),
-        "breaker" => set!(breaker, static_path(input, "breaker")?),
-        "before_wait" => set!(before_wait, static_path(input, "before_wait")?),
-        "layers" => set!(layers, layers(input)?),
-        "multiplier" => set!(multiplier, multiplier(input)?),
-        "jitter" => set!(jitter, jitter(input)?),
-        "on" => set!(on, on(input)?),
-        "key" => set!(key, key_param(input)?),
-        "crate" => {
+    Ok(())
+}
+
+/// One key of `#[retry(...)]`: its name, an example of its use for the errors, and how
+/// its value is parsed into the arguments (`false` if the key was already given).
+struct Key {
+    name: &'static str,
+    example: &'static str,
+    parse: fn(ParseStream, &mut Args) -> syn::Result<bool>,
+}
+
+/// Sets `field` to `value` unless it is set already.
+fn set<T>(field: &mut Option<T>, value: T) -> bool {
+    let fresh = field.is_none();
+    if fresh {
+        *field = Some(value);
+    }
+    fresh
+}
+
+/// The keys `#[retry]` accepts, in the order the documentation lists them.
+const KEYS: &[Key] = &[
+    Key {
+        name: "deadline",
+        example: "e.g. `deadline = \"30s\"`",
+        parse: |input, args| {
+            Ok(set(
+                &mut args.deadline,
+                positive_duration(input, "deadline")?.value,
+            ))
+        },
+    },
+    Key {
+        name: "attempts",
+        example: "e.g. `attempts = 6`",
+        parse: |input, args| Ok(set(&mut args.attempts, attempts(input, "attempts")?)),
+    },
+    Key {
+        name: "base",
+        example: "e.g. `base = \"200ms\"`",
+        parse: |input, args| Ok(set(&mut args.base, duration(input)?.value)),
+    },
+    Key {
+        name: "cap",
+        example: "e.g. `cap = \"20s\"`",
+        parse: |input, args| Ok(set(&mut args.cap, duration(input)?.value)),
+    },
+    Key {
+        name: "multiplier",
+        example: "e.g. `multiplier = 2` or `multiplier = 1.5`",
+        parse: |input, args| Ok(set(&mut args.multiplier, multiplier(input)?)),
+    },
+    Key {
+        name: "jitter",
+        example: "one of `jitter = \"none\"`, `\"full\"`, `\"equal\"`, `\"decorrelated\"`",
+        parse: |input, args| Ok(set(&mut args.jitter, jitter(input)?)),
+    },
+    Key {
+        name: "on",
+        example: "`on = transient`, `on = unsent`, or `on = path::to::predicate`",
+        parse: |input, args| Ok(set(&mut args.on, on(input)?)),
+    },
+    Key {
+        name: "attempt_timeout",
+        example: "e.g. `attempt_timeout = \"2s\"`",
+        parse: |input, args| {
+            Ok(set(
+                &mut args.attempt_timeout,
+                positive_duration(input, "attempt_timeout")?,
+            ))
+        },
+    },
+    Key {
+        name: "max_retry_after",
+        example: "e.g. `max_retry_after = \"60s\"`",
+        parse: |input, args| Ok(set(&mut args.max_retry_after, duration(input)?.value)),
+    },
+    Key {
+        name: "uncertain_attempts",
+        example: "e.g. `uncertain_attempts = 2`",
+        parse: |input, args| {
+            Ok(set(
+                &mut args.uncertain_attempts,
+                attempts(input, "uncertain_attempts")?,
+            ))
+        },
+    },
+    Key {
+        name: "budget",
+        example: "`budget = NAME`, naming a `static NAME: persevere::RetryBudget`",
+        parse: |input, args| Ok(set(&mut args.budget, static_path(input, "budget")?)),
+    },
+    Key {
+        name: "breaker",
+        example: "`breaker = NAME`, naming a `static NAME: persevere::CircuitBreaker`",
+        parse: |input, args| Ok(set(&mut args.breaker, static_path(input, "breaker")?)),
+    },
+    Key {
+        name: "layers",
+        example: "`layers = \"innermost\"` or `layers = \"every\"`",
+        parse: |input, args| Ok(set(&mut args.layers, layers(input)?)),
+    },
+    Key {
+        name: "before_wait",
+        example: "`before_wait = path::to::hook`, a `fn(&persevere::BeforeWait<'_, E>)`",
+        parse: |input, args| {
+            Ok(set(
+                &mut args.before_wait,
+                static_path(input, "before_wait")?,
+            ))
+        },
+    },
+    Key {
+        name: "key",
+        example: "`key = name`, naming the parameter of type `persevere::IdempotencyKey`",
+        parse: |input, args| Ok(set(&mut args.key, key_param(input)?)),
+    },
+    Key {
+        name: "crate",
+        example: "e.g. `crate = \"my_persevere\"`",
+        parse: |input, args| {
             let lit: LitStr = input.parse().map_err(|e| {
                 syn::Error::new(
                     e.span(),
                     "expected a path in a string: `crate = \"my_persevere\"`",
                 )
             })?;
-            set!(krate, lit.parse::<Path>()?)
-        }
-        _ => unreachable!("every key in KEYS is handled"),
-    }
-    Ok(())
+            Ok(set(&mut args.krate, lit.parse::<Path>()?))
+        },
+    },
+];
+
+/// The names of the keys, for the errors.
+fn names() -> String {
+    KEYS.iter()
+        .map(|key| key.name)
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
-fn example(key: &str) -> &'static str {
-    match key {
-        "deadline" => "e.g. `deadline = \"30s\"`",
-        "base" => "e.g. `base = \"200ms\"`",
-        "cap" => "e.g. `cap = \"20s\"`",
-        "attempt_timeout" => "e.g. `attempt_timeout = \"2s\"`",
-        "max_retry_after" => "e.g. `max_retry_after = \"60s\"`",
-        "attempts" => "e.g. `attempts = 6`",
-        "uncertain_attempts" => "e.g. `uncertain_attempts = 2`",
-        "budget" => "`budget = NAME`, naming a `static NAME: persevere::RetryBudget`",
-        "breaker" => "`breaker = NAME`, naming a `static NAME: persevere::CircuitBreaker`",
-        "layers" => "`layers = \"innermost\"` or `layers = \"every\"`",
-        "before_wait" => "`before_wait = path::to::hook`, a `fn(&persevere::BeforeWait<'_, E>)`",
-        "multiplier" => "e.g. `multiplier = 2` or `multiplier = 1.5`",
-        "jitter" => "one of `jitter = \"none\"`, `\"full\"`, `\"equal\"`, `\"decorrelated\"`",
-        "on" => "`on = transient`, `on = unsent`, or `on = path::to::predicate`",
-        "key" => "`key = name`, naming the parameter of type `persevere::IdempotencyKey`",
-        _ => "e.g. `crate = \"my_persevere\"`",
-    }
+/// The example of the key `name`.
+fn example(name: &str) -> &'static str {
+    KEYS.iter()
+        .find(|key| key.name == name)
+        .map_or("", |key| key.example)
 }
 
 fn duration(input: ParseStream) -> syn::Result<Spanned<Duration>> {

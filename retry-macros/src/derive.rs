@@ -5,8 +5,7 @@ use quote::{format_ident, quote, quote_spanned};
 use syn::spanned::Spanned;
 use syn::{Attribute, Data, DeriveInput, Fields, Ident};
 
-use crate::args::push;
-use crate::expand::locate;
+use crate::diag::{locate, push};
 
 const CLASSES: &str = "#[transient], #[permanent], #[unsent], #[uncertain], or #[classify] (to ask its single field's own `Classify` impl)";
 

@@ -92,11 +92,6 @@ fn scaled(number: &str, scale: u128) -> Option<u128> {
     Some(nanos)
 }
 
-/// How a duration reads in a message: `30s`, `200ms`, `1.5s`.
-pub fn display(d: Duration) -> String {
-    format!("{d:?}")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

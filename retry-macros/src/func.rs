@@ -6,8 +6,7 @@ use quote::{format_ident, quote, quote_spanned};
 use syn::spanned::Spanned;
 use syn::{FnArg, Ident, ItemFn, Pat, PatIdent, ReturnType, Type};
 
-use crate::args::push;
-use crate::expand::locate;
+use crate::diag::locate;
 
 /// A function `#[retry]` can wrap, with the per-attempt rebinding of its arguments.
 pub struct RetryFn {
@@ -26,42 +25,15 @@ pub struct RetryFn {
     pub exclusive: bool,
 }
 
-/// Checks that `item` is a function `#[retry]` can repeat and plans its expansion.
-/// Every problem is added to `errors`; `None` if the function cannot be wrapped.
-/// `private` is the runtime's `__private` module.
-pub fn analyse(
-    item: &ItemFn,
-    private: &TokenStream,
-    errors: &mut Option<syn::Error>,
-) -> Option<RetryFn> {
+/// Plans the expansion of `item`: `None` if it has no return type (which `valid`
+/// reports). `private` is the runtime's `__private` module.
+pub fn analyse(item: &ItemFn, private: &TokenStream) -> Option<RetryFn> {
     let mut item = item.clone();
     let sig = &mut item.sig;
-    let mut ok = true;
-    if let Some(constness) = &sig.constness {
-        push(
-            errors,
-            syn::Error::new(
-                constness.span,
-                "`#[retry]` cannot go on a `const fn`: retrying waits between attempts, which a constant cannot do; remove `const`",
-            ),
-        );
-        ok = false;
-    }
+    // A function without a return type is reported by `valid`.
     let output = match &sig.output {
         ReturnType::Type(_, ty) => Some((**ty).clone()),
-        ReturnType::Default => {
-            push(
-                errors,
-                syn::Error::new(
-                    sig.ident.span(),
-                    format!(
-                        "`#[retry]` needs a function that returns `Result`: `{}` returns nothing, so no failure can be seen or retried; declare `-> Result<T, E>`",
-                        sig.ident
-                    ),
-                ),
-            );
-            None
-        }
+        ReturnType::Default => None,
     };
     let mut rebinds = Vec::new();
     let mut named = Vec::new();
@@ -70,16 +42,6 @@ pub fn analyse(
         match input {
             FnArg::Receiver(receiver) => {
                 exclusive |= matches!(&*receiver.ty, Type::Reference(r) if r.mutability.is_some());
-                if !matches!(*receiver.ty, Type::Reference(_)) {
-                    push(
-                        errors,
-                        syn::Error::new(
-                            receiver.self_token.span,
-                            "`#[retry]` needs `&self` or `&mut self`: every attempt uses the receiver, and a `self` taken by value would be used up by the first attempt",
-                        ),
-                    );
-                    ok = false;
-                }
             }
             FnArg::Typed(arg) => {
                 // `fresh(&name)`, a copy of the argument for one attempt; the call is at
@@ -135,10 +97,9 @@ pub fn analyse(
             }
         }
     }
-    let output = output?;
-    ok.then_some(RetryFn {
+    Some(RetryFn {
         item,
-        output,
+        output: output?,
         rebinds,
         named,
         exclusive,

@@ -4,13 +4,16 @@
 //! the generated code calls.
 #![forbid(unsafe_code)]
 
+// Lowest first: each module imports only those above it in this list.
 mod args;
 mod derive;
+mod diag;
 mod duration;
 mod expand;
 mod func;
 mod idempotent;
 mod item;
+mod valid;
 
 use proc_macro::TokenStream;
 

@@ -28,7 +28,7 @@
 //! more retries at the default 10 %.
 //!
 //! A function has a slot once its policy has statistics (every `#[retry]` function's
-//! does; a [`Policy`] of your own for [`crate::retry`] has them if you give it a
+//! does; a `Policy` of your own for `retry_fn` has them if you give it a
 //! [`crate::RetryStats`]). The functions of a process past the first [`SLOTS`] to be
 //! called, and policies without statistics, count each call at once instead: a clock
 //! read and an atomic update of the budget.
@@ -37,12 +37,11 @@
 //! counts), in every thread of a process that links persevere.
 
 use std::cell::Cell;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 use crate::budget::RetryBudget;
-use crate::layer::CompactInstant;
-use crate::policy::Policy;
-use crate::stats::RetryStats;
+use crate::clock::CompactInstant;
 
 /// How many first-try successes a thread counts before adding them to the shared
 /// counters.
@@ -57,7 +56,7 @@ pub const SLOTS: usize = 256;
 struct Slot {
     /// The function's budget and statistics, set when the slot starts its first batch.
     budget: Cell<Option<&'static RetryBudget>>,
-    stats: Cell<Option<&'static RetryStats>>,
+    successes: Cell<Option<&'static AtomicU64>>,
     /// Of the pending successes, how many the statistics already count (added by a read
     /// on this thread).
     counted: Cell<u32>,
@@ -67,7 +66,7 @@ impl Slot {
     const fn new() -> Self {
         Self {
             budget: Cell::new(None),
-            stats: Cell::new(None),
+            successes: Cell::new(None),
             counted: Cell::new(0),
         }
     }
@@ -83,17 +82,13 @@ impl Slot {
         if let Some(budget) = self.budget.get() {
             budget.deposit_many(now, pending);
         }
-        if let Some(stats) = self.stats.get() {
-            stats.add_first_try_successes(pending - counted);
-        }
+        add_to(self.successes.get(), pending - counted);
     }
 
     /// Adds the `pending` successes to the statistics only, for a read on this thread.
     fn count(&self, pending: u32) {
         let counted = self.counted.replace(pending);
-        if let Some(stats) = self.stats.get() {
-            stats.add_first_try_successes(pending - counted);
-        }
+        add_to(self.successes.get(), pending - counted);
     }
 }
 
@@ -155,17 +150,30 @@ fn arm_flush_at_exit() {
     let _ = FLUSH_AT_EXIT.try_with(|_| {});
 }
 
-/// Counts one first-try success of the function of `policy`, whose slot is `slot`; adds
-/// the batch when it is full, reading the time from `now`. `false` if `slot` is beyond
-/// [`SLOTS`] (as [`RetryStats::batch_index`] is for a function without a slot): the
-/// caller counts the call itself.
+/// Where a slot's batches go: its function's retry budget (as requests) and its count of
+/// first-try successes.
+pub(crate) struct Sink {
+    pub(crate) budget: &'static RetryBudget,
+    pub(crate) successes: &'static AtomicU64,
+}
+
+/// Adds `n` first-try successes to `successes`, if the slot has a counter.
+fn add_to(successes: Option<&AtomicU64>, n: u32) {
+    if let (Some(successes), 1..) = (successes, n) {
+        successes.fetch_add(u64::from(n), Ordering::Relaxed);
+    }
+}
+
+/// Counts one first-try success of a function whose slot is `slot`; adds the batch when
+/// it is full, reading the time from `now`. `sink` is read only at the slot's first
+/// count on this thread. `false` if `slot` is beyond [`SLOTS`] (as a function without a
+/// slot has): the caller counts the call itself.
 ///
 /// The thread-local is reached in a closure that does nothing else, so that the
 /// compiler inlines it (and the access becomes one instruction); what is rare happens
 /// outside.
-#[cfg_attr(debug_assertions, inline)]
 #[cfg_attr(not(debug_assertions), inline(always))]
-pub(crate) fn add(policy: &Policy, slot: usize, now: impl FnOnce() -> Instant) -> bool {
+pub(crate) fn add(sink: impl FnOnce() -> Sink, slot: usize, now: impl FnOnce() -> Instant) -> bool {
     let left = LEFT.with(|left| {
         let left = left.get(slot)?;
         let n = left.get().wrapping_sub(1);
@@ -177,7 +185,7 @@ pub(crate) fn add(policy: &Policy, slot: usize, now: impl FnOnce() -> Instant) -
         // Neither the first count of a batch nor its last.
         Some(n) if n as i32 > 0 => true,
         Some(n) => {
-            edge(policy, slot, n, now);
+            edge(sink, slot, n, now);
             true
         }
     }
@@ -187,22 +195,22 @@ pub(crate) fn add(policy: &Policy, slot: usize, now: impl FnOnce() -> Instant) -
 /// wrapped below 0).
 #[cold]
 #[inline(never)]
-fn edge(policy: &Policy, slot: usize, left: u32, now: impl FnOnce() -> Instant) {
+fn edge(sink: impl FnOnce() -> Sink, slot: usize, left: u32, now: impl FnOnce() -> Instant) {
     if left == 0 {
         LEFT.with(|left| left[slot].set(BATCH));
         SLOTS_OF_THIS_THREAD.with(|slots| slots[slot].flush(BATCH, CompactInstant::new(now())));
     } else {
         LEFT.with(|left| left[slot].set(BATCH - 1));
-        begin(policy, slot);
+        begin(sink(), slot);
     }
 }
 
 /// A slot's first count: it learns its function's budget and statistics, and the
 /// thread arms the flush at its exit.
-fn begin(policy: &Policy, slot: usize) {
+fn begin(sink: Sink, slot: usize) {
     SLOTS_OF_THIS_THREAD.with(|slots| {
-        slots[slot].budget.set(Some(policy.budget()));
-        slots[slot].stats.set(policy.stats());
+        slots[slot].budget.set(Some(sink.budget));
+        slots[slot].successes.set(Some(sink.successes));
     });
     arm_flush_at_exit();
 }
@@ -234,21 +242,30 @@ pub(crate) fn count(slot: usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::stats::RetryStats;
+
+    fn sink(budget: &'static RetryBudget, stats: &'static RetryStats) -> impl Fn() -> Sink {
+        move || Sink {
+            budget,
+            successes: stats.first_try_successes(),
+        }
+    }
 
     #[test]
     fn a_slot_beyond_the_table_is_refused_and_the_last_one_counts() {
         static STATS: RetryStats = RetryStats::new("batch::tests::beyond");
-        static POLICY: Policy = Policy::new().with_stats(&STATS);
-        assert!(!add(&POLICY, SLOTS, Instant::now));
+        static BUDGET: RetryBudget = RetryBudget::new();
+        let sink = sink(&BUDGET, &STATS);
+        assert!(!add(&sink, SLOTS, Instant::now));
         for _ in 0..BATCH - 1 {
-            assert!(add(&POLICY, SLOTS - 1, Instant::now));
+            assert!(add(&sink, SLOTS - 1, Instant::now));
         }
         // Counted on this thread, not yet added.
         assert_eq!(STATS.snapshot().requests, 0);
         count(SLOTS - 1);
         assert_eq!(STATS.snapshot().requests, u64::from(BATCH - 1));
         // The batch fills: added once, the count already read not added again.
-        assert!(add(&POLICY, SLOTS - 1, Instant::now));
+        assert!(add(&sink, SLOTS - 1, Instant::now));
         assert_eq!(STATS.snapshot().requests, u64::from(BATCH));
     }
 
@@ -261,29 +278,29 @@ mod tests {
     fn each_batch_is_added_when_it_fills_and_a_flush_starts_a_new_one() {
         static STATS: RetryStats = RetryStats::new("batch::tests::batches");
         static BUDGET: RetryBudget = RetryBudget::new();
-        static POLICY: Policy = Policy::new().with_stats(&STATS).with_budget(&BUDGET);
+        let sink = sink(&BUDGET, &STATS);
         let slot = SLOTS - 2;
         let requests = || BUDGET.snapshot(Instant::now()).requests;
         for _ in 0..BATCH {
-            add(&POLICY, slot, Instant::now);
+            add(&sink, slot, Instant::now);
         }
         assert_eq!(requests(), u64::from(BATCH));
         for _ in 0..BATCH - 1 {
-            add(&POLICY, slot, Instant::now);
+            add(&sink, slot, Instant::now);
         }
         assert_eq!(requests(), u64::from(BATCH));
-        add(&POLICY, slot, Instant::now);
+        add(&sink, slot, Instant::now);
         assert_eq!(requests(), u64::from(2 * BATCH));
         for _ in 0..5 {
-            add(&POLICY, slot, Instant::now);
+            add(&sink, slot, Instant::now);
         }
         flush(slot, CompactInstant::new(Instant::now()));
         assert_eq!(requests(), u64::from(2 * BATCH + 5));
         for _ in 0..BATCH - 1 {
-            add(&POLICY, slot, Instant::now);
+            add(&sink, slot, Instant::now);
         }
         assert_eq!(requests(), u64::from(2 * BATCH + 5));
-        add(&POLICY, slot, Instant::now);
+        add(&sink, slot, Instant::now);
         assert_eq!(requests(), u64::from(3 * BATCH + 5));
         assert_eq!(STATS.snapshot().requests, u64::from(3 * BATCH + 5));
     }

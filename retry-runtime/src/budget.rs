@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use rand::Rng;
 
-use crate::layer::CompactInstant;
+use crate::clock::CompactInstant;
 use crate::rng::with_thread_rng;
 use crate::window::{Epochs, RollingCount};
 

@@ -9,7 +9,7 @@
 use std::future::Future;
 use std::time::Duration;
 
-use crate::driver::{Clock, TokioClock};
+use crate::clock::{Clock, TokioClock};
 use crate::layer;
 
 /// The time left before the deadline of the enclosing `#[retry]` call or [`scope`];

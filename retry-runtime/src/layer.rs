@@ -10,135 +10,27 @@ use std::cell::Cell;
 use std::future::Future;
 use std::num::NonZeroU64;
 use std::pin::Pin;
-use std::sync::OnceLock;
 use std::task::{Context, Poll};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use crate::driver::{Clock, TokioClock};
-
-/// An instant in 8 bytes rather than 16: nanoseconds from a process-wide origin, signed
-/// (a tokio runtime with a paused clock may read instants from before it) and stored
-/// offset by 2^63 in a `NonZeroU64`, which leaves a niche for `Option`. The state of every
-/// retried call and the layer of every attempt carry instants, so their size is part of
-/// the size of every retried future.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub(crate) struct CompactInstant(NonZeroU64);
-
-impl std::fmt::Debug for CompactInstant {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        self.get().fmt(f)
-    }
-}
-
-impl CompactInstant {
-    const OFFSET: i128 = 1 << 63;
-
-    fn origin() -> Instant {
-        static ORIGIN: OnceLock<Instant> = OnceLock::new();
-        *ORIGIN.get_or_init(Instant::now)
-    }
-
-    #[inline]
-    pub(crate) fn new(instant: Instant) -> Self {
-        const MIDDLE: u64 = 1 << 63;
-        let origin = Self::origin();
-        // 2^63 ns is 292 years either way; beyond, the instant saturates.
-        let stored = match instant.checked_duration_since(origin) {
-            Some(after) => MIDDLE.saturating_add(Self::nanos(after)),
-            None => MIDDLE.saturating_sub(Self::nanos(origin.duration_since(instant))),
-        };
-        Self(NonZeroU64::new(stored.max(1)).expect("at least 1"))
-    }
-
-    /// `d` in nanoseconds, saturating, in 64-bit arithmetic.
-    #[inline]
-    fn nanos(d: Duration) -> u64 {
-        d.as_secs()
-            .saturating_mul(1_000_000_000)
-            .saturating_add(u64::from(d.subsec_nanos()))
-    }
-
-    /// A monotonic count of nanoseconds (from 2^63 before the process-wide origin), for
-    /// windows and durations between instants; never clamped, so instants a paused
-    /// clock reads from before the origin keep their distances.
-    #[inline]
-    pub(crate) fn ticks(self) -> u64 {
-        self.0.get()
-    }
-
-    /// This instant plus `nanos`, saturating short of the farthest instant.
-    #[inline]
-    pub(crate) fn plus_nanos(self, nanos: u64) -> Self {
-        let stored = self.0.get().saturating_add(nanos).min(u64::MAX - 1);
-        Self(NonZeroU64::new(stored).expect("at least the original, which is not zero"))
-    }
-
-    /// The nanoseconds from `self` to `later`, zero if `later` is not later.
-    #[inline]
-    pub(crate) fn nanos_until(self, later: Self) -> u64 {
-        later.0.get().saturating_sub(self.0.get())
-    }
-
-    pub(crate) fn get(self) -> Instant {
-        let nanos = i128::from(self.0.get()) - Self::OFFSET;
-        let origin = Self::origin();
-        let shift = Duration::from_nanos(nanos.unsigned_abs() as u64);
-        let shifted = if nanos >= 0 {
-            origin.checked_add(shift)
-        } else {
-            origin.checked_sub(shift)
-        };
-        shifted.unwrap_or(origin)
-    }
-}
-
-/// An optional deadline in 8 bytes, `None` stored as the farthest instant, so that the
-/// zero niche is left for an `Option` around the layer that holds it.
-#[derive(Clone, Copy)]
-pub(crate) struct CompactDeadline(CompactInstant);
-
-impl CompactDeadline {
-    /// No deadline.
-    pub(crate) const NONE: Self = Self(CompactInstant(NonZeroU64::MAX));
-
-    pub(crate) fn new(deadline: Option<Instant>) -> Self {
-        Self::from_compact(deadline.map(CompactInstant::new))
-    }
-
-    #[inline]
-    pub(crate) fn from_compact(deadline: Option<CompactInstant>) -> Self {
-        match deadline {
-            Some(deadline) => Self(deadline),
-            None => Self::NONE,
-        }
-    }
-
-    #[inline]
-    pub(crate) fn compact(self) -> Option<CompactInstant> {
-        (self.0 != Self::NONE.0).then_some(self.0)
-    }
-
-    fn get(self) -> Option<Instant> {
-        self.compact().map(CompactInstant::get)
-    }
-}
+use crate::clock::{Clock, CompactDeadline, CompactInstant, TokioClock};
 
 /// What an enclosing layer tells the code inside it: its deadline, and whether a failure
 /// came out of a nested `#[retry]` call (which has had its chance to retry, so that the
 /// enclosing layer does not multiply the attempts).
 ///
 /// A layer's deadline may not be known yet: an async `#[retry]` call starts its clock
-/// only when something needs it (see [`crate::Retry::start_lazily`]). Until then its
+/// only when something needs it. Until then its
 /// frame holds the deadline as an offset from a start still to be read, and the first
 /// to need the deadline (a nested call, [`crate::deadline::remaining`], or the attempt
 /// yielding for the first time) reads the clock and fixes it.
 ///
 /// One word: the frame is copied into and out of a thread-local on every poll, and a
-/// word is copied in one move, which the CPU forwards from store to load. The low three
-/// bits are flags; the other 61 hold, while the clock has not started, the deadline's
-/// offset from the start (up to 73 years; beyond is no deadline), and afterwards an
+/// word is copied in one move, which the CPU forwards from store to load. The low four
+/// bits are flags; the other 60 hold, while the clock has not started, the deadline's
+/// offset from the start (up to 36 years; beyond is no deadline), and afterwards an
 /// instant (the deadline, or for a frame without one the start) in signed nanoseconds
-/// from the process-wide origin (36 years either way, saturating).
+/// from the process-wide origin (18 years either way, saturating).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Frame(u64);
 
@@ -149,25 +41,27 @@ impl Frame {
     const STARTED: u64 = 2;
     /// Set for a layer without a deadline.
     const NO_DEADLINE: u64 = 4;
-    const FLAGS: u64 = 7;
-    const SHIFT: u32 = 3;
+    /// Set, before the clock starts, for a call that must begin at its first poll (it
+    /// has a breaker to ask or an attempt timeout to set): kept in the frame, which the
+    /// driver has in hand, rather than read from the policy.
+    const BEGINS_AT_ONCE: u64 = 8;
+    const FLAGS: u64 = 15;
+    const SHIFT: u32 = 4;
     /// The farthest instant from the origin a frame holds, either way.
-    const REACH: i64 = (1 << 60) - 1;
+    const REACH: i64 = (1 << 59) - 1;
 
     /// The frame outside any layer: no deadline.
     pub(crate) const OUTSIDE: Self = Self(Self::STARTED | Self::NO_DEADLINE);
 
-    /// `instant` in the 61 bits of a started frame.
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    /// `instant` in the 60 bits of a started frame.
+    #[inline]
     fn encode(instant: CompactInstant) -> u64 {
         let from_origin = instant.ticks().wrapping_sub(1 << 63) as i64;
         (from_origin.clamp(-Self::REACH, Self::REACH) as u64) << Self::SHIFT
     }
 
-    /// The instant in the 61 bits of a started frame.
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    /// The instant in the 60 bits of a started frame.
+    #[inline]
     fn decode(self) -> CompactInstant {
         let from_origin = (self.0 as i64) >> Self::SHIFT;
         let ticks = (from_origin as u64).wrapping_add(1 << 63);
@@ -175,8 +69,7 @@ impl Frame {
     }
 
     /// The frame of a layer whose clock has started.
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     pub(crate) fn known(deadline: CompactDeadline) -> Self {
         match deadline.compact() {
             Some(deadline) => Self(Self::encode(deadline) | Self::STARTED),
@@ -186,8 +79,7 @@ impl Frame {
 
     /// A frame whose deadline falls `offset` nanoseconds (`u64::MAX` for none) after a
     /// start not yet read.
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     pub(crate) const fn lazy(offset: u64) -> Self {
         if offset > u64::MAX >> Self::SHIFT {
             Self(Self::NO_DEADLINE)
@@ -196,10 +88,24 @@ impl Frame {
         }
     }
 
+    /// The same frame, marked to begin at its first poll if `at_once`.
+    pub(crate) const fn beginning_at_once(self, at_once: bool) -> Self {
+        if at_once {
+            Self(self.0 | Self::BEGINS_AT_ONCE)
+        } else {
+            Self(self.0 & !Self::BEGINS_AT_ONCE)
+        }
+    }
+
+    /// Whether the call of an unstarted frame must begin at its first poll.
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    pub(crate) fn begins_at_once(&self) -> bool {
+        self.0 & Self::BEGINS_AT_ONCE != 0
+    }
+
     /// When the clock started, for a layer whose deadline is `offset` nanoseconds
     /// (`u64::MAX` for none) after its start: `None` if it has not.
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     pub(crate) fn started(&self, offset: u64) -> Option<CompactInstant> {
         if self.0 & Self::STARTED == 0 {
             return None;
@@ -213,15 +119,13 @@ impl Frame {
     }
 
     /// Whether the layer's clock has started.
-    #[cfg_attr(debug_assertions, inline)]
     #[cfg_attr(not(debug_assertions), inline(always))]
     pub(crate) fn is_started(&self) -> bool {
         self.0 & Self::STARTED != 0
     }
 
     /// Whether a failure came out of a nested `#[retry]` call.
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     pub(crate) fn inner_failed(&self) -> bool {
         self.0 & Self::INNER_FAILED != 0
     }
@@ -232,19 +136,17 @@ impl Frame {
     }
 
     /// Whether the frame has a deadline.
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     fn has_deadline(&self) -> bool {
         self.0 & Self::NO_DEADLINE == 0
     }
 
     /// Starts the layer's clock at `now`, if it has not started.
-    #[cfg_attr(debug_assertions, inline)]
     #[cfg_attr(not(debug_assertions), inline(always))]
     pub(crate) fn start(&mut self, now: impl FnOnce() -> Instant) {
         if self.0 & Self::STARTED == 0 {
             let now = CompactInstant::new(now());
-            let flags = self.0 & Self::FLAGS;
+            let flags = self.0 & Self::FLAGS & !Self::BEGINS_AT_ONCE;
             let instant = if self.has_deadline() {
                 now.plus_nanos(self.0 >> Self::SHIFT)
             } else {
@@ -277,13 +179,6 @@ pub(crate) fn enclosing_deadline() -> Option<Instant> {
     enclosing(TokioClock::now).get()
 }
 
-/// Whether the code running now is inside a layer or scope that has a deadline.
-#[cfg_attr(debug_assertions, inline)]
-#[cfg_attr(not(debug_assertions), inline(always))]
-pub(crate) fn has_enclosing_deadline() -> bool {
-    FRAME.get().has_deadline()
-}
-
 /// The deadline of the enclosing layer, compact; if that layer has not started its
 /// clock yet, it starts now, read from `now`.
 #[inline]
@@ -314,7 +209,6 @@ pub(crate) struct Entered {
 
 impl Entered {
     /// Installs `frame`.
-    #[cfg_attr(debug_assertions, inline)]
     #[cfg_attr(not(debug_assertions), inline(always))]
     pub(crate) fn new(frame: Frame) -> Self {
         Self {
@@ -323,14 +217,12 @@ impl Entered {
     }
 
     /// Whether the frame this one replaced, the enclosing layer's, has a deadline.
-    #[cfg_attr(debug_assertions, inline)]
     #[cfg_attr(not(debug_assertions), inline(always))]
     pub(crate) fn outer_has_deadline(&self) -> bool {
         self.previous.has_deadline()
     }
 
     /// Puts the previous frame back: the frame as the code inside left it.
-    #[cfg_attr(debug_assertions, inline)]
     #[cfg_attr(not(debug_assertions), inline(always))]
     pub(crate) fn leave(self) -> Frame {
         let frame = FRAME.replace(self.previous);
@@ -375,13 +267,6 @@ impl<F: Future> Future for InLayer<F> {
 /// Runs `future` inside a scope with `frame`.
 fn in_layer<F: Future>(frame: Frame, future: F) -> InLayer<F> {
     InLayer { future, frame }
-}
-
-/// Runs `f` as an attempt of a blocking layer with `frame`.
-pub(crate) fn run_blocking<T>(frame: Frame, f: impl FnOnce() -> T) -> (T, Frame) {
-    let entered = Entered::new(frame);
-    let output = f();
-    (output, entered.leave())
 }
 
 /// A frame for a deadline scope, which is not a retry layer and has no clock of its own.

@@ -49,7 +49,7 @@ pub enum Jitter {
 /// specific policy. The enclosing layers see that the failure already went through a
 /// layer that retried it, and return it after one attempt.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
-pub enum Nesting {
+pub enum Layers {
     /// A failure that an inner `#[retry]` call returned is not retried again here.
     #[default]
     Innermost,
@@ -95,7 +95,7 @@ pub struct Policy {
     attempt_timeout: Option<Duration>,
     max_retry_after: Duration,
     uncertain_attempts: u32,
-    nesting: Nesting,
+    layers: Layers,
     budget: &'static RetryBudget,
     breaker: Option<&'static CircuitBreaker>,
     stats: Option<&'static RetryStats>,
@@ -119,7 +119,7 @@ impl Policy {
         attempt_timeout: None,
         max_retry_after: Duration::from_secs(60),
         uncertain_attempts: 2,
-        nesting: Nesting::Innermost,
+        layers: Layers::Innermost,
         budget: &SHARED_BUDGET,
         breaker: None,
         stats: None,
@@ -147,7 +147,14 @@ impl Policy {
         } else {
             nanos as u64
         };
-        self.lazy_frame = Frame::lazy(self.deadline_nanos);
+        self.with_lazy_frame()
+    }
+
+    /// The frame of a call's first attempt, made anew from the deadline and from whether
+    /// the call begins at its first poll.
+    const fn with_lazy_frame(mut self) -> Self {
+        self.lazy_frame = Frame::lazy(self.deadline_nanos)
+            .beginning_at_once(self.breaker.is_some() || self.attempt_timeout.is_some());
         self
     }
 
@@ -210,7 +217,7 @@ impl Policy {
             );
         }
         self.attempt_timeout = attempt_timeout;
-        self
+        self.with_lazy_frame()
     }
 
     /// Sets the longest server-requested wait (`Retry-After`) that is honoured; a longer
@@ -234,8 +241,8 @@ impl Policy {
     }
 
     /// Sets what this layer does with failures of nested `#[retry]` calls.
-    pub const fn with_nesting(mut self, nesting: Nesting) -> Self {
-        self.nesting = nesting;
+    pub const fn with_layers(mut self, layers: Layers) -> Self {
+        self.layers = layers;
         self
     }
 
@@ -255,7 +262,7 @@ impl Policy {
     /// functions that call one dependency.
     pub const fn with_breaker(mut self, breaker: &'static CircuitBreaker) -> Self {
         self.breaker = Some(breaker);
-        self
+        self.with_lazy_frame()
     }
 
     /// Counts this policy's calls in `stats`, which also names them in events and
@@ -342,8 +349,8 @@ impl Policy {
     }
 
     /// What this layer does with failures of nested `#[retry]` calls.
-    pub const fn nesting(&self) -> Nesting {
-        self.nesting
+    pub const fn layers(&self) -> Layers {
+        self.layers
     }
 }
 
@@ -369,7 +376,7 @@ mod tests {
         assert_eq!(p.attempt_timeout(), None);
         assert_eq!(p.max_retry_after(), Duration::from_secs(60));
         assert_eq!(p.uncertain_attempts(), 2);
-        assert_eq!(p.nesting(), Nesting::Innermost);
+        assert_eq!(p.layers(), Layers::Innermost);
         assert_eq!(Policy::default().deadline(), p.deadline());
         assert!(std::ptr::eq(p.budget(), &SHARED_BUDGET));
     }

@@ -3,15 +3,29 @@
 //!
 //! Every `#[retry]` function keeps a [`RetryStats`] of its own, registered on its first
 //! call; [`all`] and [`get`] read them, and [`Report`] prints them as a table.
+//!
+//! # Calls that succeed at once are counted in batches
+//!
+//! Such a call is most calls, and it must cost next to nothing: it must not read the
+//! clock and must not write a word that other cores write. So each thread counts the
+//! first-try successes of each function (of the first 256 functions a process calls)
+//! on its own, and adds them to the function's statistics and to its retry budget (as
+//! requests) 64 at a time, when a call of the function fails on the thread (before the
+//! failure asks the budget for a retry), and when the thread exits.
+//!
+//! Statistics read on a thread ([`get`], [`all`], [`RetryStats::snapshot`]) first add
+//! that thread's pending successes, so a program that calls and reads on one thread sees
+//! exact counts. Read from another thread, a function's first-try successes can be up to
+//! 63 behind per thread that calls it; its budget likewise counts up to 63 requests per
+//! thread late, which at the default 10 % is at most 6 retries.
 
 use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
-use crate::attempt::GiveUp;
 use crate::batch;
-use crate::telemetry::reason_index;
+use crate::give_up::GiveUp;
 
 /// Buckets of the attempts-to-success distribution: 1, 2, 3, 4, 5, 6-10, 11 or more.
 const BUCKETS: usize = 7;
@@ -19,7 +33,7 @@ const BUCKETS: usize = 7;
 /// The upper bounds of the buckets, inclusive; the last is open.
 const BUCKET_TOPS: [u32; BUCKETS] = [1, 2, 3, 4, 5, 10, u32::MAX];
 
-const REASONS: usize = 8;
+const REASONS: usize = GiveUp::COUNT;
 
 /// The slot of a function that has none: beyond every table of [`batch::SLOTS`].
 const NO_SLOT: u32 = u32::MAX;
@@ -45,7 +59,7 @@ pub struct RetryStats {
     /// Time spent waiting between attempts, in nanoseconds.
     waited_nanos: AtomicU64,
     #[cfg(feature = "metrics")]
-    labels: crate::telemetry::MetricLabels,
+    labels: MetricLabels,
 }
 
 /// A copy of a function's counters.
@@ -127,14 +141,13 @@ impl RetryStats {
             failed_attempts: AtomicU64::new(0),
             waited_nanos: AtomicU64::new(0),
             #[cfg(feature = "metrics")]
-            labels: crate::telemetry::MetricLabels::new(name),
+            labels: MetricLabels::new(name),
         }
     }
 
     /// The function's slot in each thread's count of first-try successes, once it has
     /// been called, if it has one.
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     pub(crate) fn slot(&self) -> Option<usize> {
         match self.slot.load(Ordering::Relaxed) {
             NO_SLOT => None,
@@ -146,22 +159,19 @@ impl RetryStats {
     /// no branch: without a slot, an index beyond every table (`NO_SLOT`), which the
     /// bounds check of the table lookup refuses, so that counting a call in its batch
     /// tests the slot once.
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     pub(crate) fn batch_index(&self) -> usize {
         self.slot.load(Ordering::Relaxed) as usize
     }
 
     /// Adds `n` calls that succeeded at their first attempt.
-    pub(crate) fn add_first_try_successes(&self, n: u32) {
-        if n > 0 {
-            self.succeeded[0].fetch_add(u64::from(n), Ordering::Relaxed);
-        }
+    pub(crate) fn first_try_successes(&self) -> &AtomicU64 {
+        &self.succeeded[0]
     }
 
     /// The labels of this function's metrics.
     #[cfg(feature = "metrics")]
-    pub(crate) fn labels(&self) -> &crate::telemetry::MetricLabels {
+    pub(crate) fn labels(&self) -> &MetricLabels {
         &self.labels
     }
 
@@ -172,8 +182,7 @@ impl RetryStats {
 
     /// Makes these counters visible to [`all`] and [`get`]; done on a function's first
     /// call.
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     pub fn register(&'static self) {
         if !self.registered.load(Ordering::Acquire) {
             self.register_slow();
@@ -209,7 +218,7 @@ impl RetryStats {
 
     /// Records a call that gave up after `attempts` attempts.
     pub fn record_failure(&self, attempts: u32, reason: GiveUp) {
-        self.failed[reason_index(reason)].fetch_add(1, Ordering::Relaxed);
+        self.failed[reason.index()].fetch_add(1, Ordering::Relaxed);
         self.failed_attempts
             .fetch_add(u64::from(attempts), Ordering::Relaxed);
     }
@@ -232,7 +241,7 @@ impl RetryStats {
         let attempts_to_success: [u64; BUCKETS] = std::array::from_fn(|i| load(&self.succeeded[i]));
         let succeeded: u64 = attempts_to_success.iter().sum();
         let f: [u64; REASONS] = std::array::from_fn(|i| load(&self.failed[i]));
-        let count = |reason| f[reason_index(reason)];
+        let count = |reason: GiveUp| f[reason.index()];
         let failed = FailureCounts {
             permanent: count(GiveUp::Permanent),
             attempts_exhausted: count(GiveUp::AttemptsExhausted)
@@ -335,6 +344,53 @@ impl fmt::Display for Report {
             )?;
         }
         Ok(())
+    }
+}
+
+/// The label sets of one function's metrics, built in `const` context from its name, so
+/// that recording a metric allocates nothing, recorder or not.
+#[cfg(feature = "metrics")]
+#[derive(Debug)]
+pub(crate) struct MetricLabels {
+    pub(crate) function: [metrics::Label; 1],
+    pub(crate) ok: [metrics::Label; 2],
+    pub(crate) error: [metrics::Label; 2],
+    pub(crate) reasons: [[metrics::Label; 2]; 8],
+    pub(crate) to_open: [metrics::Label; 2],
+    pub(crate) to_closed: [metrics::Label; 2],
+    pub(crate) to_half_open: [metrics::Label; 2],
+}
+
+#[cfg(feature = "metrics")]
+impl MetricLabels {
+    /// The labels of the function `name`.
+    pub(crate) const fn new(name: &'static str) -> Self {
+        use metrics::Label;
+        const fn pair(name: &'static str, key: &'static str, value: &'static str) -> [Label; 2] {
+            [
+                Label::from_static_parts("function", name),
+                Label::from_static_parts(key, value),
+            ]
+        }
+        let reasons = [
+            pair(name, "reason", GiveUp::LABELS[0]),
+            pair(name, "reason", GiveUp::LABELS[1]),
+            pair(name, "reason", GiveUp::LABELS[2]),
+            pair(name, "reason", GiveUp::LABELS[3]),
+            pair(name, "reason", GiveUp::LABELS[4]),
+            pair(name, "reason", GiveUp::LABELS[5]),
+            pair(name, "reason", GiveUp::LABELS[6]),
+            pair(name, "reason", GiveUp::LABELS[7]),
+        ];
+        Self {
+            function: [Label::from_static_parts("function", name)],
+            ok: pair(name, "outcome", "ok"),
+            error: pair(name, "outcome", "error"),
+            reasons,
+            to_open: pair(name, "to", "open"),
+            to_closed: pair(name, "to", "closed"),
+            to_half_open: pair(name, "to", "half_open"),
+        }
     }
 }
 

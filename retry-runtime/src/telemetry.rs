@@ -43,9 +43,9 @@
 use std::fmt;
 use std::time::Duration;
 
-use crate::attempt::GiveUp;
 use crate::breaker::BreakerState;
 use crate::classify::Class;
+use crate::give_up::GiveUp;
 use crate::policy::Policy;
 
 /// The span of a call that has failed at least once; `None` when no subscriber wants it.
@@ -54,10 +54,13 @@ pub(crate) type CallSpan = Option<Box<tracing::Span>>;
 #[cfg(not(feature = "tracing"))]
 pub(crate) type CallSpan = ();
 
-/// The span for a call under `policy`, made at its first failure.
+/// Opens the call's span, `span`, if it has none yet and a subscriber wants it.
 #[cfg(feature = "tracing")]
-pub(crate) fn open_span(policy: &Policy) -> CallSpan {
-    let span = tracing::debug_span!(
+pub(crate) fn open_span(span: &mut CallSpan, policy: &Policy) {
+    if span.is_some() {
+        return;
+    }
+    let opened = tracing::debug_span!(
         target: "persevere",
         "retry",
         function = policy.name(),
@@ -65,11 +68,31 @@ pub(crate) fn open_span(policy: &Policy) -> CallSpan {
         max_attempts = policy.attempts(),
         jitter = ?policy.jitter(),
     );
-    (!span.is_disabled()).then(|| Box::new(span))
+    *span = (!opened.is_disabled()).then(|| Box::new(opened));
 }
 
+/// Without the `tracing` feature there is no span.
 #[cfg(not(feature = "tracing"))]
-pub(crate) fn open_span(_policy: &Policy) -> CallSpan {}
+pub(crate) fn open_span(_span: &mut CallSpan, _policy: &Policy) {}
+
+/// Closes the call's span, if it has one.
+pub(crate) fn close_span(span: &mut CallSpan) {
+    #[cfg(feature = "tracing")]
+    drop(span.take());
+    let _ = span;
+}
+
+/// Whether the call has a span open.
+#[inline]
+pub(crate) fn is_open(span: &CallSpan) -> bool {
+    #[cfg(feature = "tracing")]
+    return span.is_some();
+    #[cfg(not(feature = "tracing"))]
+    {
+        let _ = span;
+        false
+    }
+}
 
 /// Runs `f` inside the call's span, if it has one.
 #[inline]
@@ -174,11 +197,7 @@ pub(crate) fn gave_up(
             counter("persevere_attempts_total", &labels.function).increment(1);
         }
         counter("persevere_calls_total", &labels.error).increment(1);
-        counter(
-            "persevere_give_ups_total",
-            &labels.reasons[reason_index(reason)],
-        )
-        .increment(1);
+        counter("persevere_give_ups_total", &labels.reasons[reason.index()]).increment(1);
         if reason == GiveUp::BudgetExhausted {
             counter("persevere_budget_refusals_total", &labels.function).increment(1);
         }
@@ -223,84 +242,11 @@ fn is_alarming(reason: GiveUp) -> bool {
     )
 }
 
-/// The `reason` labels of `persevere_give_ups_total`, in the order of [`reason_index`].
-pub const REASONS: [&str; 8] = [
-    "permanent",
-    "attempts_exhausted",
-    "uncertain_exhausted",
-    "deadline",
-    "retry_after_too_long",
-    "budget_refused",
-    "retried_inside",
-    "circuit_open",
-];
-
-/// The position of `reason` in [`REASONS`].
-pub const fn reason_index(reason: GiveUp) -> usize {
-    match reason {
-        GiveUp::Permanent => 0,
-        GiveUp::AttemptsExhausted => 1,
-        GiveUp::UncertainExhausted => 2,
-        GiveUp::DeadlineExceeded => 3,
-        GiveUp::RetryAfterTooLong => 4,
-        GiveUp::BudgetExhausted => 5,
-        GiveUp::RetriedInside => 6,
-        GiveUp::CircuitOpen => 7,
-    }
-}
-
-/// The label sets of one function's metrics, built in `const` context from its name, so
-/// that recording a metric allocates nothing, recorder or not.
-#[cfg(feature = "metrics")]
-#[derive(Debug)]
-pub struct MetricLabels {
-    function: [metrics::Label; 1],
-    ok: [metrics::Label; 2],
-    error: [metrics::Label; 2],
-    reasons: [[metrics::Label; 2]; 8],
-    to_open: [metrics::Label; 2],
-    to_closed: [metrics::Label; 2],
-    to_half_open: [metrics::Label; 2],
-}
-
-#[cfg(feature = "metrics")]
-impl MetricLabels {
-    /// The labels of the function `name`.
-    pub const fn new(name: &'static str) -> Self {
-        use metrics::Label;
-        const fn pair(name: &'static str, key: &'static str, value: &'static str) -> [Label; 2] {
-            [
-                Label::from_static_parts("function", name),
-                Label::from_static_parts(key, value),
-            ]
-        }
-        let reasons = [
-            pair(name, "reason", REASONS[0]),
-            pair(name, "reason", REASONS[1]),
-            pair(name, "reason", REASONS[2]),
-            pair(name, "reason", REASONS[3]),
-            pair(name, "reason", REASONS[4]),
-            pair(name, "reason", REASONS[5]),
-            pair(name, "reason", REASONS[6]),
-            pair(name, "reason", REASONS[7]),
-        ];
-        Self {
-            function: [Label::from_static_parts("function", name)],
-            ok: pair(name, "outcome", "ok"),
-            error: pair(name, "outcome", "error"),
-            reasons,
-            to_open: pair(name, "to", "open"),
-            to_closed: pair(name, "to", "closed"),
-            to_half_open: pair(name, "to", "half_open"),
-        }
-    }
-}
-
 /// The labels of calls under `policy`: its function's, or those of policies without
 /// statistics.
 #[cfg(feature = "metrics")]
-fn labels(policy: &Policy) -> &'static MetricLabels {
-    static UNNAMED: MetricLabels = MetricLabels::new("retry");
+fn labels(policy: &Policy) -> &'static crate::stats::MetricLabels {
+    static UNNAMED: crate::stats::MetricLabels = crate::stats::MetricLabels::new("retry");
     match policy.stats() {
         Some(stats) => stats.labels(),
         None => &UNNAMED,

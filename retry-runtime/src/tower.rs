@@ -22,7 +22,7 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use crate::driver::{Clock, TokioClock};
+use crate::clock::{Clock, TokioClock};
 use crate::layer::{InLayer, scoped};
 
 /// Wraps a service in [`Deadline`].

@@ -5,7 +5,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use crate::layer::CompactInstant;
+use crate::clock::CompactInstant;
 
 /// How many slots a window is cut into: counts expire one slot at a time.
 pub(crate) const SLOTS: usize = 10;

@@ -7,8 +7,8 @@ use persevere::{idempotent, retry};
 #[retry]
 #[idempotent]
 async fn fill(buffer: &mut Vec<u8>) -> std::io::Result<u32> {
-    let _ = &__persevere_call;
-    let _ = &__persevere_outcome;
+    let _ = &__persevere_run;
+    let _ = &__persevere_handling;
     buffer.push(1);
     Ok(1)
 }

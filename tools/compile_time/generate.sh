@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Writes a throwaway crate of N async functions, with or without #[retry] on each.
+# Writes a throwaway crate of N async functions, with #[retry] on each, with
+# #[tracing::instrument] on each (the comparison: the attribute Rust users know best), or
+# with neither.
 #
-#   generate.sh DIR NAME retry|plain N PERSEVERE_PATH
+#   generate.sh DIR NAME retry|instrument|plain N PERSEVERE_PATH
 #
 # Both kinds have the same bodies, the same error type (which implements
 # persevere::Classify), the same dependencies and the same function that polls every
@@ -28,6 +30,7 @@ publish = false
 
 [dependencies]
 persevere = { path = "$persevere" }
+tracing = { version = "0.1.40", default-features = false, features = ["attributes", "std"] }
 TOML
 
 {
@@ -88,6 +91,8 @@ RUST
     if [[ "$kind" == retry ]]; then
       echo "#[persevere::retry]"
       echo "#[persevere::idempotent]"
+    elif [[ "$kind" == instrument ]]; then
+      echo "#[tracing::instrument(skip(client))]"
     fi
     if [[ "$body" == request ]]; then
       cat <<RUST

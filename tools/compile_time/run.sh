@@ -3,13 +3,15 @@
 #
 #   bash tools/compile_time/run.sh [N_FUNCTIONS] [RUNS]     # defaults: 200 functions, 5 runs
 #
-# Generates two throwaway crates (under target/compile_time/) of N async functions each,
-# one with `#[persevere::retry] #[persevere::idempotent]` on every function and one
-# without, the bodies the same. Builds each once (so the dependencies, persevere
+# Generates three throwaway crates (under target/compile_time/) of N async functions
+# each: one with `#[persevere::retry] #[persevere::idempotent]` on every function, one
+# with `#[tracing::instrument]` on every function (the comparison), and one with
+# neither, the bodies the same. Builds each once (so the dependencies, persevere
 # included, are built and cached), then `touch src/lib.rs` and times `cargo build` of
-# the crate alone RUNS times, alternating the two, and prints the medians and their
-# ratio. Also prints the time of a build with nothing to do (cargo's own fixed cost,
-# included in both).
+# the crate alone RUNS times, alternating the three, and prints the medians, the cost
+# of each attribute per function (its crate's median less the plain one's, over N), and
+# their ratio (target: #[retry] at most half of #[tracing::instrument]). Also prints the
+# time of a build with nothing to do (cargo's own fixed cost, included in all).
 #
 # Each timed build is from clean for the crate: incremental compilation is off
 # (CARGO_INCREMENTAL=0), else a touched but unchanged file would be served from the
@@ -28,8 +30,10 @@ work="$root/target/compile_time"
 export CARGO_TARGET_DIR="$work/target"
 export CARGO_INCREMENTAL=0
 
-bash "$here/generate.sh" "$work/plain" ct_plain plain "$n" "$root"
-bash "$here/generate.sh" "$work/retry" ct_retry retry "$n" "$root"
+kinds=(plain retry instrument)
+for kind in "${kinds[@]}"; do
+  bash "$here/generate.sh" "$work/$kind" "ct_$kind" "$kind" "$n" "$root"
+done
 
 now() { date +%s.%N; }
 
@@ -46,19 +50,19 @@ timed_build() {
   awk -v s="$start" -v e="$end" 'BEGIN { printf "%.3f\n", e - s }'
 }
 
-for kind in plain retry; do
+for kind in "${kinds[@]}"; do
   cargo build --quiet --profile "$profile" --manifest-path "$work/$kind/Cargo.toml"
 done
 
-# The builds alternate, plain then retry, so that a drift in the machine's speed (a
-# shared VM's can move by a third within minutes) weighs on both alike.
+# The builds alternate, so that a drift in the machine's speed (a shared VM's can move
+# by a third within minutes) weighs on all alike.
 declare -A med times
 for _ in $(seq 1 "$runs"); do
-  for kind in plain retry; do
+  for kind in "${kinds[@]}"; do
     times[$kind]+=" $(timed_build "$work/$kind")"
   done
 done
-for kind in plain retry; do
+for kind in "${kinds[@]}"; do
   # shellcheck disable=SC2086
   med[$kind]="$(median ${times[$kind]})"
   echo "$kind:${times[$kind]} s -> median ${med[$kind]} s"
@@ -77,8 +81,11 @@ echo
 echo "functions: $n, bodies: ${BODY:-small}, profile: $profile, runs: $runs (medians)"
 printf 'without #[retry]: %6.3f s\n' "${med[plain]}"
 printf 'with #[retry]:    %6.3f s\n' "${med[retry]}"
-printf 'nothing to build: %6.3f s (cargo itself, in both)\n' "$med_noop"
-awk -v p="${med[plain]}" -v r="${med[retry]}" -v z="$med_noop" 'BEGIN {
-  printf "ratio:            %6.2fx (target: at most 1.5x)\n", r / p
-  if (p > z) printf "ratio less cargo: %6.2fx\n", (r - z) / (p - z)
+printf 'with #[instrument]: %4.3f s\n' "${med[instrument]}"
+printf 'nothing to build: %6.3f s (cargo itself, in all)\n' "$med_noop"
+awk -v p="${med[plain]}" -v r="${med[retry]}" -v t="${med[instrument]}" -v n="$n" 'BEGIN {
+  printf "ratio to plain:   %6.2fx #[retry], %.2fx #[instrument]\n", r / p, t / p
+  rf = (r - p) / n * 1000; tf = (t - p) / n * 1000
+  printf "per function:     %6.2f ms #[retry], %.2f ms #[instrument]\n", rf, tf
+  if (tf > 0) printf "#[retry] / #[instrument]: %.2f (target: at most 0.5)\n", rf / tf
 }'

@@ -1,10 +1,9 @@
 //! The attempt loop's state machine: after each failure, wait how long, or give up why.
 //!
 //! [`RetryState`] is sans-I/O: it is told the time and handed the randomness, and answers
-//! with a [`Step`]. The macro's generated loop and the [`crate::Retry`] driver do the
+//! with a [`Step`]. The driver (`run`) does the
 //! sleeping; tests and simulations can drive it directly.
 
-use std::fmt;
 use std::time::{Duration, Instant};
 
 use rand::Rng;
@@ -12,7 +11,9 @@ use rand::Rng;
 use crate::backoff::Backoff;
 use crate::breaker::Permit;
 use crate::classify::Class;
-use crate::layer::{CompactDeadline, CompactInstant, Frame};
+use crate::clock::{CompactDeadline, CompactInstant};
+use crate::give_up::GiveUp;
+use crate::layer::Frame;
 use crate::policy::Policy;
 
 /// What to do after a failed attempt.
@@ -22,44 +23,6 @@ pub enum Step {
     Retry(Duration),
     /// Stop, and return the last failure to the caller.
     GiveUp(GiveUp),
-}
-
-/// Why a call stopped retrying and returned its last failure.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum GiveUp {
-    /// The failure is one a retry cannot fix.
-    Permanent,
-    /// The policy's backstop on the number of attempts was reached.
-    AttemptsExhausted,
-    /// The next attempt could not start before the deadline.
-    DeadlineExceeded,
-    /// The server asked for a wait longer than the policy's `max_retry_after`.
-    RetryAfterTooLong,
-    /// The failures were of uncertain class (an HTTP 500) for the policy's
-    /// `uncertain_attempts` attempts.
-    UncertainExhausted,
-    /// The retry budget refused the retry: retries are already at their share of
-    /// requests, as in an outage.
-    BudgetExhausted,
-    /// The failure came out of a nested `#[retry]` call, which has already retried it.
-    RetriedInside,
-    /// The circuit breaker is open: the attempt was not made.
-    CircuitOpen,
-}
-
-impl fmt::Display for GiveUp {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            GiveUp::Permanent => "the failure is permanent",
-            GiveUp::AttemptsExhausted => "the attempts are exhausted",
-            GiveUp::DeadlineExceeded => "the deadline leaves no time for another attempt",
-            GiveUp::RetryAfterTooLong => "the server asked for a wait beyond max_retry_after",
-            GiveUp::UncertainExhausted => "the uncertain failures reached their limit",
-            GiveUp::BudgetExhausted => "the retry budget is spent",
-            GiveUp::RetriedInside => "a nested retrying call already retried the failure",
-            GiveUp::CircuitOpen => "the circuit breaker is open",
-        })
-    }
 }
 
 /// The state of one retried call: how many attempts it made, when its deadline falls,
@@ -113,8 +76,7 @@ impl<'p> RetryState<'p> {
 
     /// The state of a call whose clock starts later, when it first needs it: at
     /// [`RetryState::start_at`], or at its first failure.
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     pub(crate) fn unstarted(policy: &'p Policy) -> Self {
         Self {
             policy,
@@ -135,7 +97,7 @@ impl<'p> RetryState<'p> {
 
     /// Records that the call gave up for a reason outside this state: a refused budget
     /// or circuit breaker, a nested call's failure.
-    pub fn give_up(&mut self, reason: GiveUp) {
+    pub(crate) fn record_give_up(&mut self, reason: GiveUp) {
         self.gave_up = Some(reason);
     }
 
@@ -155,8 +117,7 @@ impl<'p> RetryState<'p> {
     }
 
     /// Starts the call's clock when the layer of its attempt did, if it did.
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     pub(crate) fn adopt(&mut self, frame: &Frame) {
         if self.started.is_none() {
             self.started = frame.started(self.deadline);
@@ -164,8 +125,7 @@ impl<'p> RetryState<'p> {
     }
 
     /// Starts the call's clock at `now`, if it has not started.
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     pub(crate) fn start_at(&mut self, now: CompactInstant) {
         if self.started.is_none() {
             self.started = Some(now);
@@ -174,8 +134,7 @@ impl<'p> RetryState<'p> {
 
     /// The frame for the layer of the next attempt: the deadline, or, before the clock
     /// has started, the offset the deadline will have from the start.
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     pub(crate) fn frame(&self) -> Frame {
         match self.started {
             Some(started) => Frame::known(CompactDeadline::from_compact(
@@ -186,15 +145,13 @@ impl<'p> RetryState<'p> {
     }
 
     /// The policy this call follows.
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     pub fn policy(&self) -> &'p Policy {
         self.policy
     }
 
     /// How many attempts have been started, the first included.
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[inline]
     pub fn attempts(&self) -> u32 {
         self.attempts
     }

@@ -1,0 +1,450 @@
+//! One retried call's state, as the driver (`run`) steps it: begin, admit an attempt,
+//! decide after it, resume after a wait.
+//!
+//! [`Call`] wraps the sans-I/O [`RetryState`] with what touches the world: the clock,
+//! the retry budget, the circuit breaker, the statistics, the layer that nested calls
+//! see, and the events. It is made only when a call needs it: a call that succeeds at
+//! its first attempt without waiting never has one, and is counted by
+//! [`first_try_success`] instead.
+
+use std::fmt;
+use std::marker::PhantomData;
+use std::mem::ManuallyDrop;
+use std::time::Duration;
+
+use crate::batch::{self, Sink};
+use crate::breaker::{CircuitBreaker, CircuitOpen, Permit};
+use crate::classify::Class;
+use crate::clock::{Clock, CompactInstant, TokioClock};
+use crate::give_up::GiveUp;
+use crate::layer::{self, Entered, Frame};
+use crate::policy::{Layers, Policy};
+use crate::rng::with_thread_rng;
+use crate::state::{RetryState, Step};
+use crate::stats::RetryStats;
+use crate::telemetry::{self, CallSpan};
+
+/// A failed attempt, as the call is told of it.
+pub(crate) struct Failure<'a> {
+    /// What the failure means.
+    pub(crate) class: Class,
+    /// The error, for the events.
+    pub(crate) error: &'a dyn fmt::Display,
+}
+
+/// What follows an attempt.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Decision {
+    /// Return the attempt's outcome to the caller.
+    Return,
+    /// Wait this long, then make the next attempt.
+    Wait(Duration),
+}
+
+/// One retried call in progress, on the clock `C`: its [`RetryState`], with its policy's
+/// budget, breaker and statistics, and its span once it has failed.
+#[derive(Debug)]
+pub(crate) struct Call<'p, C: Clock> {
+    state: RetryState<'p>,
+    // Closed by `Drop`, behind a test, so that a call without a span has no drop glue to
+    // run for it.
+    span: ManuallyDrop<CallSpan>,
+    clock: PhantomData<C>,
+}
+
+impl<'p, C: Clock> Call<'p, C> {
+    /// Begins a call under `policy` with its clock started now. Inside an enclosing
+    /// `#[retry]` call or deadline scope, its deadline is cut to the enclosing one.
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    pub(crate) fn begin(policy: &'p Policy) -> Self {
+        let now = C::now();
+        // Only async calls start their clocks lazily, so an enclosing layer whose clock
+        // has not started is async, and starts on tokio's clock.
+        let outer = layer::enclosing(TokioClock::now);
+        Self::new(
+            RetryState::starting(policy, CompactInstant::new(now)).within_compact(outer.compact()),
+        )
+    }
+
+    /// Begins a call whose clock has not started: it starts when the frame of its
+    /// attempt does, or at its first failure.
+    pub(crate) fn unstarted(policy: &'p Policy) -> Self {
+        Self::new(RetryState::unstarted(policy))
+    }
+
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    fn new(state: RetryState<'p>) -> Self {
+        if let Some(stats) = state.policy().stats() {
+            stats.register();
+        }
+        Self {
+            state,
+            span: ManuallyDrop::default(),
+            clock: PhantomData,
+        }
+    }
+
+    /// The policy the call follows.
+    pub(crate) fn policy(&self) -> &'p Policy {
+        self.state.policy()
+    }
+
+    /// How many attempts have been started, the first included.
+    pub(crate) fn attempts(&self) -> u32 {
+        self.state.attempts()
+    }
+
+    /// The frame for the layer of the next attempt.
+    #[inline]
+    pub(crate) fn frame(&self) -> Frame {
+        self.state.frame()
+    }
+
+    /// Asks the policy's circuit breaker, if any, to let the next attempt through.
+    /// Refused, the call is over: it returns [`CircuitOpen`] without making the attempt.
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    pub(crate) fn admit(&mut self) -> Result<(), CircuitOpen> {
+        match self.policy().breaker() {
+            None => Ok(()),
+            Some(breaker) => self.admit_through(breaker),
+        }
+    }
+
+    #[inline(never)]
+    fn admit_through(&mut self, breaker: &CircuitBreaker) -> Result<(), CircuitOpen> {
+        match breaker.admit(C::now()) {
+            Ok(permit) => {
+                self.state.permit = Some(permit);
+                Ok(())
+            }
+            Err(open) => {
+                // The refused attempt was counted as started; it was not made.
+                let made = self.attempts() - 1;
+                self.finish_failed(GiveUp::CircuitOpen, made, None);
+                Err(open)
+            }
+        }
+    }
+
+    /// The time limit of the next attempt: the policy's attempt timeout, cut at the
+    /// deadline; `None` when the policy sets no attempt timeout.
+    pub(crate) fn attempt_limit(&self) -> Option<Duration> {
+        let timeout = self.policy().attempt_timeout()?;
+        Some(timeout.min(self.state.remaining(C::now())))
+    }
+
+    /// Installs the call's layer, `frame`, and its span, if it has one, for one poll of
+    /// an async attempt (or the run of a blocking one).
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    pub(crate) fn enter(&self, frame: Frame) -> AttemptScope<'_> {
+        AttemptScope {
+            #[cfg(feature = "tracing")]
+            span: self.span.as_deref().map(tracing::Span::enter),
+            frame: Entered::new(frame),
+            call: PhantomData,
+        }
+    }
+
+    /// After an attempt that left its layer's frame as `frame` and failed with
+    /// `failure`, or succeeded (`None`): what follows.
+    ///
+    /// Giving up tells the enclosing layer, if any, that this failure has been through
+    /// a retrying layer, so that it does not retry it again.
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    pub(crate) fn after_attempt(
+        &mut self,
+        frame: &Frame,
+        failure: Option<Failure<'_>>,
+    ) -> Decision {
+        self.state.adopt(frame);
+        match failure {
+            None => {
+                self.succeeded();
+                Decision::Return
+            }
+            Some(failure) => self.failed(failure, frame.inner_failed()),
+        }
+    }
+
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    fn succeeded(&mut self) {
+        self.settle(true);
+        let policy = self.policy();
+        let attempts = self.attempts();
+        if attempts == 1 {
+            first_try_success::<C>(policy);
+            return;
+        }
+        policy.budget().retry_succeeded(C::now());
+        if let Some(stats) = policy.stats() {
+            stats.record_success(attempts);
+        }
+        telemetry::succeeded(policy, &self.span, attempts, || self.elapsed());
+    }
+
+    #[inline(never)]
+    fn failed(&mut self, failure: Failure<'_>, retried_inside: bool) -> Decision {
+        let Failure { class, error } = failure;
+        self.settle(!class.is_retryable());
+        let attempt = self.attempts();
+        let policy = self.policy();
+        let now = C::now();
+        let compact = CompactInstant::new(now);
+        self.state.start_at(compact);
+        if attempt == 1 {
+            // The budget learns of this request, and of the first-try successes this
+            // thread has pending, before the retry asks it.
+            policy.budget().deposit_compact(compact);
+            if let Some(slot) = policy.stats().and_then(RetryStats::slot) {
+                batch::flush(slot, compact);
+            }
+        }
+        let step = if retried_inside && policy.layers() == Layers::Innermost {
+            Step::GiveUp(GiveUp::RetriedInside)
+        } else {
+            match with_thread_rng(|rng| self.state.on_failure(class, now, rng)) {
+                Step::Retry(_) if !policy.budget().withdraw(now) => {
+                    Step::GiveUp(GiveUp::BudgetExhausted)
+                }
+                step => step,
+            }
+        };
+        match step {
+            Step::Retry(wait) => {
+                telemetry::open_span(&mut self.span, policy);
+                telemetry::retrying(policy, &self.span, attempt, error, class, wait);
+                if let Some(stats) = policy.stats() {
+                    stats.record_wait(wait);
+                }
+                Decision::Wait(wait)
+            }
+            Step::GiveUp(reason) => {
+                self.finish_failed(reason, attempt, Some(error));
+                Decision::Return
+            }
+        }
+    }
+
+    /// After a wait: the frame of the next attempt, or `None` if the deadline passed
+    /// meanwhile and the call must return its last failure.
+    ///
+    /// A wait is granted only if it ends before the deadline, but timers fire on a
+    /// millisecond grid and a busy machine wakes tasks late; no attempt starts once the
+    /// deadline has passed.
+    pub(crate) fn resume(&mut self) -> Option<Frame> {
+        if !self.state.remaining(C::now()).is_zero() {
+            return Some(self.frame());
+        }
+        // The attempt counted as started when the wait was granted was not made.
+        let made = self.attempts() - 1;
+        self.finish_failed(GiveUp::DeadlineExceeded, made, None);
+        None
+    }
+
+    /// Tells the breaker how the attempt in flight went.
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    fn settle(&mut self, healthy: bool) {
+        if let Some(permit) = self.state.permit.take() {
+            self.settle_permit(permit, healthy);
+        }
+    }
+
+    #[inline(never)]
+    fn settle_permit(&mut self, permit: Permit, healthy: bool) {
+        let policy = self.policy();
+        if let Some(breaker) = policy.breaker() {
+            if let Some(moved) = breaker.record(permit, healthy, C::now()) {
+                telemetry::breaker_moved(policy, moved);
+            }
+        }
+    }
+
+    fn finish_failed(&mut self, reason: GiveUp, attempts: u32, error: Option<&dyn fmt::Display>) {
+        self.state.record_give_up(reason);
+        let policy = self.policy();
+        if let Some(stats) = policy.stats() {
+            stats.record_failure(attempts, reason);
+        }
+        telemetry::gave_up(policy, &self.span, attempts, self.elapsed(), reason, error);
+        layer::mark_inner_failure();
+    }
+
+    fn elapsed(&self) -> Duration {
+        let now = C::now();
+        now.saturating_duration_since(self.state.started().unwrap_or(now))
+    }
+}
+
+/// Counts a call of `policy` that succeeded at its first attempt, in its thread's batch
+/// (see [`crate::batch`]) if its function has a slot, else in its budget and statistics
+/// at once. The only count a call without state makes.
+#[cfg_attr(not(debug_assertions), inline(always))]
+pub(crate) fn first_try_success<C: Clock>(policy: &Policy) {
+    if let Some(stats) = policy.stats() {
+        if batch::add(|| sink(policy, stats), stats.batch_index(), C::now) {
+            count_success_metric(policy);
+            return;
+        }
+    }
+    first_try_success_unbatched::<C>(policy);
+}
+
+/// Registers the function's statistics if this is its first call (a call without state
+/// has not), and counts the success in its batch if it now has a slot, else at once.
+#[cold]
+fn first_try_success_unbatched<C: Clock>(policy: &Policy) {
+    count_success_metric(policy);
+    if let Some(stats) = policy.stats() {
+        stats.register();
+        if let Some(slot) = stats.slot() {
+            if batch::add(|| sink(policy, stats), slot, C::now) {
+                return;
+            }
+        }
+    }
+    policy
+        .budget()
+        .deposit_compact(CompactInstant::new(C::now()));
+    if let Some(stats) = policy.stats() {
+        stats.record_success(1);
+    }
+}
+
+fn sink(policy: &Policy, stats: &'static RetryStats) -> Sink {
+    Sink {
+        budget: policy.budget(),
+        successes: stats.first_try_successes(),
+    }
+}
+
+/// The metrics count every call; the events, only those that retried.
+#[inline]
+fn count_success_metric(policy: &Policy) {
+    #[cfg(feature = "metrics")]
+    telemetry::succeeded(policy, &CallSpan::default(), 1, || Duration::ZERO);
+    let _ = policy;
+}
+
+/// What one poll of an attempt installs: the layer's frame, and the call's span if it
+/// has one. Dropped by a panic, it puts both back.
+pub(crate) struct AttemptScope<'a> {
+    // Exited before the frame is put back: fields drop in this order.
+    #[cfg(feature = "tracing")]
+    span: Option<tracing::span::Entered<'a>>,
+    frame: Entered,
+    call: PhantomData<&'a ()>,
+}
+
+impl AttemptScope<'_> {
+    /// Exits the span and puts the previous frame back: the frame as the attempt left
+    /// it.
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    pub(crate) fn leave(self) -> Frame {
+        #[cfg(feature = "tracing")]
+        if let Some(span) = self.span {
+            exit(span);
+        }
+        self.frame.leave()
+    }
+}
+
+/// Exits a span entered for one poll of an attempt: out of line, as calls that have not
+/// failed have none.
+#[cfg(feature = "tracing")]
+#[cold]
+#[inline(never)]
+fn exit(span: tracing::span::Entered<'_>) {
+    drop(span);
+}
+
+impl<C: Clock> Drop for Call<'_, C> {
+    /// Gives the breaker permit back if the call was dropped mid-attempt (cancelled), and
+    /// closes the span: one test inline, the rest out of line, so that a retried future
+    /// stays cheap to drop.
+    #[inline]
+    fn drop(&mut self) {
+        if self.state.permit.is_some() || telemetry::is_open(&self.span) {
+            self.end();
+        }
+    }
+}
+
+impl<C: Clock> Call<'_, C> {
+    #[cold]
+    #[inline(never)]
+    fn end(&mut self) {
+        if let Some(permit) = self.state.permit.take() {
+            if let Some(breaker) = self.policy().breaker() {
+                breaker.abandon(permit);
+            }
+        }
+        telemetry::close_span(&mut self.span);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Instant;
+
+    use super::*;
+    use crate::budget::RetryBudget;
+    use crate::policy::Jitter;
+
+    /// A clock that tests move by hand, per thread: time that passes while an attempt
+    /// runs without yielding, with no runtime at all.
+    struct ManualClock;
+
+    thread_local! {
+        static MANUAL_NOW: std::cell::Cell<Option<Instant>> = const { std::cell::Cell::new(None) };
+    }
+
+    impl ManualClock {
+        fn advance(d: Duration) {
+            MANUAL_NOW.set(Some(Self::now() + d));
+        }
+    }
+
+    impl Clock for ManualClock {
+        fn now() -> Instant {
+            MANUAL_NOW.get().unwrap_or_else(|| {
+                let now = Instant::now();
+                MANUAL_NOW.set(Some(now));
+                now
+            })
+        }
+    }
+
+    const fn secs(n: u64) -> Duration {
+        Duration::from_secs(n)
+    }
+
+    static UNLIMITED: RetryBudget = RetryBudget::unlimited();
+    static POLICY: Policy = Policy::new()
+        .with_deadline(secs(12))
+        .with_base(secs(1))
+        .with_cap(secs(1))
+        .with_jitter(Jitter::None)
+        .with_attempts(100)
+        .with_budget(&UNLIMITED);
+
+    // A call that has not started its clock has no start and no deadline until its
+    // first failure, 5 s after it began, and its deadline is then 12 s after that
+    // failure.
+    // Can fail: `Call::begin` (eager) would report a start at 0 and a deadline at 12 s.
+    #[test]
+    fn an_unstarted_call_starts_its_clock_at_its_first_failure() {
+        let begun = ManualClock::now();
+        let mut call = Call::<ManualClock>::unstarted(&POLICY);
+        assert_eq!(call.state.started(), None);
+        assert_eq!(call.state.deadline(), None);
+        ManualClock::advance(secs(5));
+        let failure = Failure {
+            class: Class::Transient,
+            error: &"connection reset",
+        };
+        let decision = call.after_attempt(&POLICY.lazy_frame(), Some(failure));
+        assert_eq!(decision, Decision::Wait(secs(1)));
+        assert_eq!(call.state.started(), Some(begun + secs(5)));
+        assert_eq!(call.state.deadline(), Some(begun + secs(17)));
+    }
+}

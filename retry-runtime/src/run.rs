@@ -1,0 +1,626 @@
+//! The driver: the one future that runs every async retried call, and the one step that
+//! runs every blocking one.
+//!
+//! Every retried call goes through here, from `#[retry]` or from [`retry_fn`] and
+//! [`retry_blocking`]: the attempts are made, polled in the call's layer, cut at their
+//! time limit, and after each the call's state ([`Call`]) decides what follows. Three
+//! shapes reach the same loop:
+//!
+//! - [`Retrying`], a future that makes each attempt with a closure: an `async fn` under
+//!   `#[retry]` and [`retry_fn`];
+//! - [`step`], a future that runs one attempt and its wait, for an `async fn` whose
+//!   attempts cannot be made by a closure (it takes an `&mut`, which each attempt must
+//!   borrow from the function's own body): the function loops over `step`;
+//! - [`step_blocking`], the same for a blocking function, which always loops in its body
+//!   (its attempts borrow as they please, and the loop costs nothing to compile).
+
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use crate::breaker::CircuitOpen;
+use crate::call::{Call, Decision, Failure, first_try_success};
+use crate::classify::Classify;
+use crate::clock::{Clock, SystemClock, TokioClock};
+use crate::handling::{
+    Handle, Handling, OnOpen, OnTimeout, OnWait, Outcome, ShowError, Unused, ViaDebug,
+};
+use crate::hook::BeforeWait;
+use crate::layer::{Entered, Frame};
+use crate::limit::AttemptLimit;
+use crate::policy::Policy;
+use crate::timeout::AttemptTimedOut;
+
+/// A retried call as the driver runs it: its policy, the frame of the attempt in flight,
+/// and its state once it needs one.
+///
+/// A call that succeeds at its first attempt has no state ([`Call`]) at all: its frame
+/// (a word) and its policy are all it needs. The state is made when the call first
+/// fails, or at its first poll when its clock must start at once (inside an enclosing
+/// deadline, or with a breaker to ask or an attempt timeout to set).
+pub struct Run<'p, C: Clock> {
+    /// The frame of the attempt in flight; until the first poll, the policy's lazy
+    /// frame, which has not started.
+    frame: Frame,
+    policy: &'p Policy,
+    call: Option<Call<'p, C>>,
+}
+
+impl<'p> Run<'p, TokioClock> {
+    /// An async call under `policy`, its clock not started.
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    pub fn lazy(policy: &'p Policy) -> Self {
+        Self {
+            frame: policy.lazy_frame(),
+            policy,
+            call: None,
+        }
+    }
+}
+
+impl<'p> Run<'p, SystemClock> {
+    /// A blocking call under `policy`: its clock starts at its first attempt.
+    pub fn blocking(policy: &'p Policy) -> Self {
+        Self {
+            frame: Frame::OUTSIDE,
+            policy,
+            call: None,
+        }
+    }
+}
+
+impl<'p, C: Clock> Run<'p, C> {
+    /// The call begins now, its clock started, and asks the breaker for its first
+    /// attempt.
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    fn begin(&mut self) -> Result<(), CircuitOpen> {
+        let call = self.call.insert(Call::begin(self.policy));
+        self.frame = call.frame();
+        call.admit()
+    }
+
+    /// [`Run::begin`] for an async call, where it is the rare case: out of line.
+    #[cold]
+    #[inline(never)]
+    fn begin_at_first_poll(&mut self) -> Result<(), CircuitOpen> {
+        self.begin()
+    }
+
+    /// After an attempt that left its frame as `frame`: what follows. `failure` is the
+    /// failure if it failed: its error, and whether it was cut by its time limit (then
+    /// transient, whatever the classifier would say of the error it was turned into).
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    fn after_attempt<R: Outcome>(
+        &mut self,
+        frame: &Frame,
+        failure: Option<(&R::Err, bool)>,
+        handling: &dyn Handle<R>,
+    ) -> Decision {
+        match (failure, &mut self.call) {
+            (None, Some(call)) => call.after_attempt(frame, None),
+            // A first attempt that succeeded in a call without state (which `drive`
+            // counts itself, before it gets here).
+            (None, None) => {
+                first_try_success::<C>(self.policy);
+                Decision::Return
+            }
+            (Some((error, timed_out)), _) => self.after_failure(frame, error, timed_out, handling),
+        }
+    }
+
+    /// After an attempt that failed with `error`; the call's state is made now if it has
+    /// none.
+    #[inline(never)]
+    fn after_failure<R: Outcome>(
+        &mut self,
+        frame: &Frame,
+        error: &R::Err,
+        timed_out: bool,
+        handling: &dyn Handle<R>,
+    ) -> Decision {
+        let policy = self.policy;
+        let call = self.call.get_or_insert_with(|| Call::unstarted(policy));
+        let class = if timed_out {
+            crate::classify::Class::Transient
+        } else {
+            handling.classify(error)
+        };
+        let decision = call.after_attempt(
+            frame,
+            Some(Failure {
+                class,
+                error: &handling.show(error),
+            }),
+        );
+        if let Decision::Wait(wait) = decision {
+            handling.before_wait(&BeforeWait {
+                function: policy.name(),
+                attempt: call.attempts() - 1,
+                error,
+                wait,
+            });
+        }
+        decision
+    }
+
+    /// After a wait: `Ok(true)` to make the next attempt, `Ok(false)` if the deadline
+    /// passed meanwhile (the last failure stands), `Err` if the breaker refuses it.
+    fn resume(&mut self) -> Result<bool, CircuitOpen> {
+        let call = self.call.as_mut().expect("a wait follows a failure");
+        let Some(frame) = call.resume() else {
+            return Ok(false);
+        };
+        self.frame = frame;
+        call.admit().map(|()| true)
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// Where a call is: making an attempt (beside its time limit), or waiting before
+    /// the next one.
+    #[project = StageProj]
+    enum Stage<G, R, L> {
+        Attempt {
+            #[pin]
+            future: G,
+            #[pin]
+            limit: L,
+        },
+        // The failure is kept through the wait, to be returned if the deadline passes.
+        Waiting {
+            #[pin]
+            sleep: tokio::time::Sleep,
+            outcome: Option<R>,
+        },
+    }
+}
+
+/// Where the attempts of a call are, as [`drive`] sees them.
+enum Now<'a, R> {
+    /// An attempt is in flight, beside its limit.
+    Attempt(
+        Pin<&'a mut dyn Future<Output = R>>,
+        Pin<&'a mut dyn AttemptLimit>,
+    ),
+    /// A wait before the next attempt, and the outcome kept through it.
+    Waiting(Pin<&'a mut tokio::time::Sleep>, &'a mut Option<R>),
+}
+
+/// What [`drive`] sees of a call: where its attempts are, its [`Run`], and how its
+/// function treats failures; through a trait object, so that the loop is compiled once
+/// per return type, not once per function. Optimised, the loop is inlined into each
+/// future's `poll`, where the object's type is known, and the calls through it are
+/// direct.
+trait Attempts<'p, R: Outcome> {
+    /// Where the attempts are, the call, and its handling.
+    #[allow(clippy::type_complexity)]
+    fn parts(self: Pin<&mut Self>) -> (Now<'_, R>, &mut Run<'p, TokioClock>, &dyn Handle<R>);
+    /// Waits for the time given, keeping the outcome; or, given none, makes the next
+    /// attempt: `false` if the next attempt is the caller's to make ([`step`]).
+    fn then(self: Pin<&mut Self>, wait: Option<(Duration, R)>) -> bool;
+}
+
+/// The loop of every async retried call: polls its attempts under the call's policy,
+/// with the layer's frame installed around each poll of an attempt. `None` when the
+/// next attempt is the caller's to make.
+///
+/// The one place that chooses its inlining by build: an optimised build inlines the loop
+/// into each future's `poll`, where the calls through `attempts` become direct (without
+/// it a call that succeeds at once costs 171 instructions instead of 82, measured with
+/// `benches/callgrind.sh`); an unoptimised build keeps one copy per return type, which
+/// is what keeps a retried function cheap to compile.
+#[cfg_attr(not(debug_assertions), inline(always))]
+#[cfg_attr(debug_assertions, inline)]
+fn drive<'p, R: Outcome>(
+    mut attempts: Pin<&mut dyn Attempts<'p, R>>,
+    cx: &mut Context<'_>,
+) -> Poll<Option<R>> {
+    loop {
+        let (now, run, handling) = attempts.as_mut().parts();
+        let next = match now {
+            Now::Attempt(attempt, mut limit) => {
+                let (poll, frame) = match run.call.as_ref() {
+                    // Nothing has failed yet: no call state, and so no span to enter. A
+                    // path of its own, so that a success here is told from the state
+                    // tested once.
+                    None => {
+                        let entered = Entered::new(run.frame);
+                        // At the first poll (the only one whose frame has not started: a
+                        // poll that leaves the attempt waiting starts it), the call
+                        // begins now if its clock must start at once. The enclosing
+                        // frame is the one just replaced: one read of the thread-local.
+                        if !run.frame.is_started()
+                            && (entered.outer_has_deadline() || run.frame.begins_at_once())
+                        {
+                            entered.leave();
+                            if let Err(open) = run.begin_at_first_poll() {
+                                return Poll::Ready(Some(handling.circuit_open(open)));
+                            }
+                            continue;
+                        }
+                        let poll = attempt.poll(cx);
+                        let frame = entered.leave();
+                        if let Poll::Ready(outcome) = &poll {
+                            if outcome.failure().is_none() {
+                                first_try_success::<TokioClock>(run.policy);
+                                return poll.map(Some);
+                            }
+                        }
+                        (poll, frame)
+                    }
+                    Some(call) => {
+                        if limit.needs_arming() {
+                            limit.as_mut().arm(call.attempt_limit());
+                        }
+                        let scope = call.enter(run.frame);
+                        let poll = attempt.poll(cx);
+                        (poll, scope.leave())
+                    }
+                };
+                let (outcome, timed_out) = match poll {
+                    Poll::Ready(outcome) => (outcome, false),
+                    Poll::Pending => {
+                        // The attempt is waiting on something: the clock starts (that
+                        // time counts), and the frame is kept for the next poll.
+                        let mut frame = frame;
+                        frame.start(TokioClock::now);
+                        run.frame = frame;
+                        let Some(limit) = limit.as_mut().poll_passed(cx) else {
+                            return Poll::Pending;
+                        };
+                        (handling.timed_out(AttemptTimedOut::after(limit)), true)
+                    }
+                };
+                let failure = outcome.failure().map(|error| (error, timed_out));
+                match run.after_attempt(&frame, failure, handling) {
+                    Decision::Return => return Poll::Ready(Some(outcome)),
+                    // No timer for a zero wait, which tokio would round up to its next
+                    // millisecond.
+                    Decision::Wait(wait) if wait.is_zero() => match run.resume() {
+                        Ok(true) => None,
+                        Ok(false) => return Poll::Ready(Some(outcome)),
+                        Err(open) => return Poll::Ready(Some(handling.circuit_open(open))),
+                    },
+                    Decision::Wait(wait) => Some((wait, outcome)),
+                }
+            }
+            Now::Waiting(sleep, outcome) => {
+                std::task::ready!(sleep.poll(cx));
+                match run.resume() {
+                    Ok(true) => None,
+                    // The deadline passed while waiting: the last failure stands.
+                    Ok(false) => {
+                        return Poll::Ready(outcome.take());
+                    }
+                    Err(open) => return Poll::Ready(Some(handling.circuit_open(open))),
+                }
+            }
+        };
+        if !attempts.as_mut().then(next) {
+            return Poll::Ready(None);
+        }
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// An async retried call as one future: `make` makes each attempt (the function's
+    /// body, with fresh copies of its arguments), and [`drive`] runs them.
+    ///
+    /// The function under `#[retry]` returns this future rather than being an
+    /// `async fn` that awaits its body: a function is then one state machine (its
+    /// body's), not two.
+    pub struct Retrying<'p, M, G: Future, H, L> {
+        #[pin]
+        stage: Stage<G, G::Output, L>,
+        make: M,
+        run: Run<'p, TokioClock>,
+        handling: H,
+    }
+}
+
+// Inlined into `drive` in an optimised build: see there.
+impl<'p, M, G, H, L> Attempts<'p, G::Output> for Retrying<'p, M, G, H, L>
+where
+    M: FnMut() -> G,
+    G: Future<Output: Outcome>,
+    H: Handle<G::Output>,
+    L: AttemptLimit,
+{
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    fn parts(
+        self: Pin<&mut Self>,
+    ) -> (
+        Now<'_, G::Output>,
+        &mut Run<'p, TokioClock>,
+        &dyn Handle<G::Output>,
+    ) {
+        let this = self.project();
+        let now = match this.stage.project() {
+            StageProj::Attempt { future, limit } => Now::Attempt(future, limit),
+            StageProj::Waiting { sleep, outcome } => Now::Waiting(sleep, outcome),
+        };
+        (now, this.run, this.handling)
+    }
+
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    fn then(self: Pin<&mut Self>, wait: Option<(Duration, G::Output)>) -> bool {
+        let mut this = self.project();
+        // The next stage is made in place: moves are copies in an unoptimised build,
+        // and this method is compiled once per function.
+        this.stage.set(match wait {
+            Some((wait, outcome)) => Stage::Waiting {
+                sleep: tokio::time::sleep(wait),
+                outcome: Some(outcome),
+            },
+            None => Stage::Attempt {
+                future: (this.make)(),
+                limit: L::unset(),
+            },
+        });
+        true
+    }
+}
+
+impl<M, G, H, L> Future for Retrying<'_, M, G, H, L>
+where
+    M: FnMut() -> G,
+    G: Future<Output: Outcome>,
+    H: Handle<G::Output>,
+    L: AttemptLimit,
+{
+    type Output = G::Output;
+
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[cfg_attr(debug_assertions, inline)]
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<G::Output> {
+        drive(self, cx).map(|outcome| outcome.expect("`Retrying` makes its own attempts"))
+    }
+}
+
+/// Runs an async function under `policy`: `make` makes each attempt's future, and
+/// `handling` says how the function treats its failures.
+///
+/// The future is returned as `impl Future`: the generated function's return type is then
+/// checked against this signature alone, and a bound the function does not meet (an
+/// error type without `Classify`) is reported once, at the call.
+#[cfg_attr(not(debug_assertions), inline(always))]
+pub fn retrying<R, M, G, S, O, T, W>(
+    policy: &Policy,
+    mut make: M,
+    handling: Handling<R::Err, S, O, T, W>,
+) -> impl Future<Output = R>
+where
+    R: Outcome,
+    M: FnMut() -> G,
+    G: Future<Output = R>,
+    S: ShowError<R::Err>,
+    O: OnOpen<R>,
+    T: OnTimeout<R>,
+    W: OnWait<R::Err>,
+{
+    Retrying {
+        stage: Stage::Attempt {
+            future: make(),
+            limit: T::Limit::unset(),
+        },
+        make,
+        run: Run::lazy(policy),
+        handling,
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// One attempt of an async call, and the wait after it if it fails: what a function
+    /// that loops in its own body awaits per attempt (see [`step`]).
+    pub struct Step<'r, 'p, G: Future, H, L> {
+        #[pin]
+        stage: Stage<G, G::Output, L>,
+        run: &'r mut Run<'p, TokioClock>,
+        handling: &'r H,
+    }
+}
+
+impl<'p, G, H, L> Attempts<'p, G::Output> for Step<'_, 'p, G, H, L>
+where
+    G: Future<Output: Outcome>,
+    H: Handle<G::Output>,
+    L: AttemptLimit,
+{
+    #[inline]
+    fn parts(
+        self: Pin<&mut Self>,
+    ) -> (
+        Now<'_, G::Output>,
+        &mut Run<'p, TokioClock>,
+        &dyn Handle<G::Output>,
+    ) {
+        let this = self.project();
+        let now = match this.stage.project() {
+            StageProj::Attempt { future, limit } => Now::Attempt(future, limit),
+            StageProj::Waiting { sleep, outcome } => Now::Waiting(sleep, outcome),
+        };
+        (now, this.run, *this.handling)
+    }
+
+    fn then(self: Pin<&mut Self>, wait: Option<(Duration, G::Output)>) -> bool {
+        let Some((wait, outcome)) = wait else {
+            return false;
+        };
+        self.project().stage.set(Stage::Waiting {
+            sleep: tokio::time::sleep(wait),
+            outcome: Some(outcome),
+        });
+        true
+    }
+}
+
+impl<G, H, L> Future for Step<'_, '_, G, H, L>
+where
+    G: Future<Output: Outcome>,
+    H: Handle<G::Output>,
+    L: AttemptLimit,
+{
+    type Output = Option<G::Output>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        drive(self, cx)
+    }
+}
+
+/// Runs one attempt, `attempt`, of an async call whose function loops in its own body,
+/// and the wait after it: the outcome to return, or `None` to make the next attempt.
+#[inline]
+pub fn step<'r, 'p, R, G, S, O, T, W>(
+    run: &'r mut Run<'p, TokioClock>,
+    attempt: G,
+    handling: &'r Handling<R::Err, S, O, T, W>,
+) -> impl Future<Output = Option<R>>
+where
+    R: Outcome,
+    G: Future<Output = R>,
+    S: ShowError<R::Err>,
+    O: OnOpen<R>,
+    T: OnTimeout<R>,
+    W: OnWait<R::Err>,
+{
+    Step {
+        stage: Stage::Attempt {
+            future: attempt,
+            limit: T::Limit::unset(),
+        },
+        run,
+        handling,
+    }
+}
+
+/// Runs one attempt, `attempt`, of a blocking call, in the call's layer, and sleeps the
+/// thread through the wait after it: the outcome to return, or `None` to make the next
+/// attempt. A blocking attempt cannot be cancelled: it has no time limit.
+#[cfg_attr(not(debug_assertions), inline(always))]
+pub fn step_blocking<R, S, O, T, W>(
+    run: &mut Run<'_, SystemClock>,
+    attempt: impl FnOnce() -> R,
+    handling: &Handling<R::Err, S, O, T, W>,
+) -> Option<R>
+where
+    R: Outcome,
+    S: ShowError<R::Err>,
+    O: OnOpen<R>,
+    T: OnTimeout<R>,
+    W: OnWait<R::Err>,
+{
+    // A blocking call's clock starts with it: its attempts never yield, so there is no
+    // later moment that would still count their time.
+    let call = match &mut run.call {
+        Some(call) => call,
+        None => {
+            if let Err(open) = run.begin() {
+                return Some(handling.circuit_open(open));
+            }
+            run.call.as_mut().expect("begun")
+        }
+    };
+    let scope = call.enter(call.frame());
+    let outcome = attempt();
+    let frame = scope.leave();
+    let failure = outcome.failure().map(|error| (error, false));
+    match run.after_attempt(&frame, failure, handling) {
+        Decision::Return => Some(outcome),
+        Decision::Wait(wait) => {
+            if !wait.is_zero() {
+                std::thread::sleep(wait);
+            }
+            match run.resume() {
+                Ok(true) => None,
+                Ok(false) => Some(outcome),
+                Err(open) => Some(handling.circuit_open(open)),
+            }
+        }
+    }
+}
+
+/// Retries the async operation `op` under `policy`, classifying failures with their
+/// [`Classify`] impl; what `#[retry]` does, without the macro. The error type must be
+/// able to report a timed-out attempt and an open circuit breaker, as `std::io::Error`
+/// does.
+///
+/// `op` is called once per attempt, the first time at once. Waits use tokio's timer, so
+/// the future must be polled inside a tokio runtime with the `time` driver enabled.
+///
+/// ```
+/// use std::io;
+/// use persevere_runtime::{Policy, retry_fn};
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() {
+/// # tokio::time::pause();
+/// static POLICY: Policy = Policy::new();
+/// let mut calls = 0;
+/// let answer = retry_fn(&POLICY, || {
+///     calls += 1;
+///     let fail = calls < 3;
+///     async move {
+///         if fail { Err(io::Error::from(io::ErrorKind::ConnectionReset)) } else { Ok(42) }
+///     }
+/// })
+/// .await;
+/// assert_eq!(answer.unwrap(), 42);
+/// assert_eq!(calls, 3);
+/// # }
+/// ```
+pub fn retry_fn<T, E, F, Fut>(policy: &Policy, op: F) -> impl Future<Output = Result<T, E>>
+where
+    E: Classify + std::fmt::Debug + From<AttemptTimedOut> + From<CircuitOpen>,
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T, E>>,
+{
+    retrying(
+        policy,
+        op,
+        Handling::new(
+            |error: &E| error.classify(),
+            ViaDebug,
+            |open| Err(E::from(open)),
+            |timeout| Err(E::from(timeout)),
+            Unused,
+        ),
+    )
+}
+
+/// Retries the blocking operation `op` under `policy`, sleeping the thread between
+/// attempts; what `#[retry]` does on a plain function, without the macro.
+///
+/// The policy's attempt timeout does not apply: a blocking call cannot be cancelled.
+///
+/// ```
+/// use std::{io, time::Duration};
+/// use persevere_runtime::{Policy, retry_blocking};
+///
+/// static POLICY: Policy = Policy::new().with_base(Duration::from_millis(1));
+/// let mut calls = 0;
+/// let answer: io::Result<u32> = retry_blocking(&POLICY, || {
+///     calls += 1;
+///     if calls < 2 { Err(io::ErrorKind::TimedOut.into()) } else { Ok(7) }
+/// });
+/// assert_eq!(answer.unwrap(), 7);
+/// assert_eq!(calls, 2);
+/// ```
+pub fn retry_blocking<T, E, F>(policy: &Policy, mut op: F) -> Result<T, E>
+where
+    E: Classify + std::fmt::Debug + From<CircuitOpen>,
+    F: FnMut() -> Result<T, E>,
+{
+    let handling = Handling::new(
+        |error: &E| error.classify(),
+        ViaDebug,
+        |open| Err(E::from(open)),
+        Unused,
+        Unused,
+    );
+    let mut run = Run::blocking(policy);
+    loop {
+        if let Some(outcome) = step_blocking(&mut run, &mut op, &handling) {
+            return outcome;
+        }
+    }
+}
