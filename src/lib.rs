@@ -1,34 +1,24 @@
-//! Declarative retries that cannot make an outage worse.
+// The crate page is the README (its code blocks run as doc tests of the `integration`
+// package, which has the crates they use), then a map of the API.
+#![cfg_attr(not(doctest), doc = include_str!("../README.md"))]
 //!
-//! ```
-//! use persevere::{idempotent, retry};
-//! # #[derive(Debug)] struct User;
-//! # #[derive(Debug)] struct ApiError;
-//! # impl persevere::Classify for ApiError {
-//! #     fn classify(&self) -> persevere::Class { persevere::Class::Transient }
-//! # }
-//! # struct Client;
-//! # impl Client { async fn get_user(&self, _: u64) -> Result<User, ApiError> { Ok(User) } }
+//! ## The API at a glance
 //!
-//! #[retry(deadline = "30s", jitter = "full", on = transient)]
-//! #[idempotent]
-//! async fn fetch_user(client: &Client, id: u64) -> Result<User, ApiError> {
-//!     client.get_user(id).await
-//! }
-//! ```
-//!
-//! One attribute gives the function exponential backoff with jitter, a total deadline,
-//! error classification, server-driven delays, a retry budget and, if asked, a circuit
-//! breaker; the compiler refuses to retry a function that is not marked safe to repeat.
-//! The README tells the whole story; the pieces are documented where they are defined:
-//!
-//! - [`retry`](macro@retry) and [`idempotent`](macro@idempotent): the attributes;
+//! - [`retry`](macro@retry), [`idempotent`](macro@idempotent) and
+//!   [`Classify`](derive@Classify): the attributes and the derive, each documented with
+//!   every option and an example;
 //! - [`Classify`] and [`Class`]: which failures a retry can fix;
 //! - [`Policy`], [`Jitter`], [`Backoff`]: the schedule of waits;
 //! - [`RetryBudget`], [`CircuitBreaker`], [`deadline`]: protection for the fleet;
 //! - [`IdempotencyKey`]: what makes a write safe to repeat;
-//! - `http` and `reqwest` (cargo features of the same names): HTTP classification,
-//!   `Retry-After`, and headers for keys and deadlines.
+//! - [`stats`] and [`telemetry`]: what retried calls did;
+//! - `http`, `reqwest`, `tower`, `rusqlite` and `anyhow` (cargo features of the same
+//!   names): HTTP classification, `Retry-After`, headers for keys and deadlines, a tower
+//!   layer that installs incoming deadlines, and classification of SQLite and `anyhow`
+//!   errors.
+//!
+//! Without the macros, [`retry_fn`] and [`retry_blocking`] drive a closure with a
+//! [`Policy`].
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
@@ -45,7 +35,7 @@ pub use persevere_runtime::{
     AttemptTimedOut, Backoff, BeforeWait, BreakerSnapshot, BreakerState, BudgetSnapshot,
     CircuitBreaker, CircuitOpen, Class, Classify, Delays, GiveUp, IdempotencyKey, Jitter, Layers,
     ParseKeyError, Permit, Policy, RetryBudget, RetryState, RetryStats, StatsSnapshot, Step,
-    retry_blocking, retry_fn, seed_thread_rng,
+    nested_failure_handled, retry_blocking, retry_fn, seed_thread_rng,
 };
 pub use persevere_runtime::{backoff, deadline, stats, telemetry};
 
@@ -54,7 +44,11 @@ pub mod __private {
     pub use persevere_runtime::macro_support::*;
 }
 
-/// Every code block of the README, compiled and run as a doc test.
+/// The examples of `#[retry]`, `#[idempotent]` and `#[derive(Classify)]`, whose
+/// documentation lives in the macro crate (which cannot use itself through this one),
+/// compiled and run as doc tests here.
 #[cfg(doctest)]
-#[doc = include_str!("../README.md")]
-pub struct ReadmeDoctests;
+#[doc = include_str!("../retry-macros/doc/retry.md")]
+#[doc = include_str!("../retry-macros/doc/idempotent.md")]
+#[doc = include_str!("../retry-macros/doc/classify.md")]
+pub struct MacroDoctests;

@@ -105,6 +105,12 @@ impl Classify for Failure {
     }
 }
 
+impl From<persevere::AttemptTimedOut> for Failure {
+    fn from(_: persevere::AttemptTimedOut) -> Self {
+        Failure
+    }
+}
+
 /// Never refuses: the checks retry on every call.
 static UNLIMITED: RetryBudget = RetryBudget::unlimited();
 

@@ -400,20 +400,22 @@ async fn retry_after_is_honoured() {
         assert_eq!(retry_after_default(&probe, &script).await, Ok(2));
         assert_eq!(probe.calls(), 2);
         let gap = probe.gaps()[0];
+        // Never before the server's time; spread by up to a fifth after it.
+        // Can fail: the former factor in [0.8, 1.2] came back up to 400 ms early.
         assert!(
-            ms(1600) <= gap && gap <= ms(2401),
-            "seed {seed}: {gap:?} not in [1.6 s, 2.4 s]"
+            ms(2000) <= gap && gap <= ms(2401),
+            "seed {seed}: {gap:?} not in [2 s, 2.4 s]"
         );
         gaps.push(gap);
     }
-    // The server's wait replaced the 100 ms backoff, and it is jittered.
+    // The server's wait replaced the 100 ms backoff, and it is spread.
     assert!(gaps.iter().any(|g| *g != gaps[0]), "{gaps:?}");
 
     // Exactly `max_retry_after` is still honoured.
     let probe = Probe::new();
     let result = retry_after_at_most_5s(&probe, &once_retry_after(ms(5000))).await;
     assert_eq!(result, Ok(2));
-    assert!((ms(4000)..=ms(6001)).contains(&probe.gaps()[0]));
+    assert!((ms(5000)..=ms(6001)).contains(&probe.gaps()[0]));
 }
 
 // A Retry-After beyond `max_retry_after`, or beyond the deadline, fails the call at
@@ -439,6 +441,16 @@ async fn retry_after_too_long_returns_at_once() {
 struct Unclassified {
     retry: bool,
     attempt: u32,
+}
+
+/// An attempt cut at the deadline: retryable, from no attempt in particular.
+impl From<AttemptTimedOut> for Unclassified {
+    fn from(_: AttemptTimedOut) -> Self {
+        Unclassified {
+            retry: true,
+            attempt: 0,
+        }
+    }
 }
 
 mod predicates {

@@ -363,7 +363,7 @@ async fn tasks_on_one_thread_never_see_each_others_layers() {
 
 // ---- A fleet of small clients, each with its own budget --------------------------------
 //
-// The storm example's world (`examples/storm/sim.rs`), in virtual time with a seed: clients
+// The storm example's world (`integration/examples/storm/sim.rs`), in virtual time with a seed: clients
 // each start one call a second through persevere's runtime, with the default policy and a
 // default budget each (as separate processes would have), against a dependency that fails
 // every request, or a share of them at random, for 60 s. Sized down from the example's
@@ -374,7 +374,7 @@ async fn tasks_on_one_thread_never_see_each_others_layers() {
 // `the_first_second_of_an_outage`). 10 s of warm-up is enough for a budget of a reserve
 // and a share of requests, and 35 s after the outage for every call started in it to end.
 
-#[path = "../examples/storm/sim.rs"]
+#[path = "../integration/examples/storm/sim.rs"]
 #[allow(dead_code)] // The storm example reads more of the report.
 mod sim;
 

@@ -1,5 +1,9 @@
 //! `#[retry]` keeps an async function's future small: at most 128 bytes larger than the
-//! future of the same function without the attribute.
+//! future of the same function without the attribute, plus the one timer that cuts an
+//! attempt still running at the deadline (a tokio `Sleep`: 96 bytes, 112 with tokio's
+//! `test-util`). The timer must sit beside the attempt, so no body can hide it in its own
+//! space; the wait between attempts reuses the attempt's space, so a body smaller than a
+//! `Sleep` costs no more.
 //!
 //! A future's size is paid on every call (it is moved into the caller's future, often
 //! by `memcpy`) and by every future that awaits it. The sizes are printed
@@ -13,7 +17,7 @@ use std::time::Duration;
 use persevere::__private::{Policy, Run};
 use persevere::{Class, Classify, RetryState, idempotent, retry};
 
-/// The most `#[retry]` may add to a function's future.
+/// The most `#[retry]` may add to a function's future, besides the deadline's timer.
 const MAX_GROWTH: usize = 128;
 
 #[derive(Debug, PartialEq)]
@@ -22,6 +26,12 @@ struct Failure;
 impl Classify for Failure {
     fn classify(&self) -> Class {
         Class::Transient
+    }
+}
+
+impl From<persevere::AttemptTimedOut> for Failure {
+    fn from(_: persevere::AttemptTimedOut) -> Self {
+        Failure
     }
 }
 
@@ -101,29 +111,26 @@ fn print_pieces() {
 }
 
 #[test]
-fn retry_adds_at_most_128_bytes_to_a_future() {
+fn retry_adds_at_most_128_bytes_and_the_deadline_timer_to_a_future() {
+    let bound = MAX_GROWTH + size_of::<tokio::time::Sleep>();
     let results = [
-        // The one exception to the target, and the README says so: a body that holds
-        // less across its awaits than tokio's `Sleep` (96 B; 112 B with `test-util`)
-        // cannot hide the wait between attempts in its own space, so the wait is added
-        // on top.
         check(
             "trivial",
             size_of_val(&trivial(1)),
             size_of_val(&trivial_retried(1)),
-            MAX_GROWTH + size_of::<tokio::time::Sleep>(),
+            bound,
         ),
         check(
             "sleeps",
             size_of_val(&sleeps(1)),
             size_of_val(&sleeps_retried(1)),
-            MAX_GROWTH,
+            bound,
         ),
         check(
             "buffered",
             size_of_val(&buffered(1)),
             size_of_val(&buffered_retried(1)),
-            MAX_GROWTH,
+            bound,
         ),
     ];
     print_pieces();

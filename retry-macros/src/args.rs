@@ -54,7 +54,7 @@ pub enum On {
 /// where a later check or the generated code reports an error at it.
 #[derive(Default)]
 pub struct Args {
-    pub deadline: Option<Duration>,
+    pub deadline: Option<Spanned<Duration>>,
     pub attempts: Option<u32>,
     pub base: Option<Duration>,
     pub cap: Option<Duration>,
@@ -183,7 +183,7 @@ const KEYS: &[Key] = &[
         parse: |input, args| {
             Ok(set(
                 &mut args.deadline,
-                positive_duration(input, "deadline")?.value,
+                positive_duration(input, "deadline")?,
             ))
         },
     },

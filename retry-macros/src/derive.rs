@@ -7,7 +7,7 @@ use syn::{Attribute, Data, DeriveInput, Fields, Ident};
 
 use crate::diag::{locate, push};
 
-const CLASSES: &str = "#[transient], #[permanent], #[unsent], #[uncertain], or #[classify] (to ask its single field's own `Classify` impl)";
+const CLASSES: &str = "#[transient], #[permanent], #[unsent], #[uncertain], #[classify] (to ask its single field's own `Classify` impl), or #[timed_out] (for the `persevere::AttemptTimedOut` of an attempt cut short)";
 
 /// The class a variant (or a struct) is marked with.
 enum Marked {
@@ -16,12 +16,17 @@ enum Marked {
     Unsent,
     Uncertain,
     Delegate,
+    /// The variant that holds an attempt cut short: transient, and made from
+    /// `AttemptTimedOut` by a `From` impl.
+    TimedOut,
 }
 
 /// One variant, or the struct itself, ready to become a match arm.
 struct Arm {
     pattern: TokenStream,
     class: TokenStream,
+    /// For the `#[timed_out]` variant: the value made from an `AttemptTimedOut` `e`.
+    timed_out: Option<TokenStream>,
 }
 
 // Input:
@@ -46,6 +51,12 @@ struct Arm {
 //                 Self::BadRequest { .. } => Class::Permanent,
 //             }
 //         }
+//     }
+//
+// and for a variant `#[timed_out] TimedOut(AttemptTimedOut)`, also
+//
+//     impl From<AttemptTimedOut> for ApiError {
+//         fn from(e: AttemptTimedOut) -> Self { Self::TimedOut { 0: e } }
 //     }
 pub fn classify(input: TokenStream) -> TokenStream {
     let input: DeriveInput = match syn::parse2(input) {
@@ -88,6 +99,16 @@ pub fn classify(input: TokenStream) -> TokenStream {
             Vec::new()
         }
     };
+    let timed_out: Vec<&TokenStream> = arms.iter().filter_map(|a| a.timed_out.as_ref()).collect();
+    if timed_out.len() > 1 {
+        push(
+            &mut errors,
+            syn::Error::new(
+                input.ident.span(),
+                "only one variant can be `#[timed_out]`: it is the one `From<persevere::AttemptTimedOut>` makes",
+            ),
+        );
+    }
     if let Some(errors) = errors {
         return errors.to_compile_error();
     }
@@ -105,6 +126,17 @@ pub fn classify(input: TokenStream) -> TokenStream {
             }
         }
     };
+    let from = timed_out.first().map(|value| {
+        let error = Ident::new("error", Span::mixed_site());
+        quote! {
+            #[automatically_derived]
+            impl #impl_generics ::core::convert::From<#krate::AttemptTimedOut> for #name #ty_generics #where_clause {
+                fn from(#error: #krate::AttemptTimedOut) -> Self {
+                    #value
+                }
+            }
+        }
+    });
     quote! {
         #[automatically_derived]
         impl #impl_generics #krate::Classify for #name #ty_generics #where_clause {
@@ -112,6 +144,7 @@ pub fn classify(input: TokenStream) -> TokenStream {
                 #body
             }
         }
+        #from
     }
 }
 
@@ -210,6 +243,32 @@ fn arm(
             return Some(Arm {
                 pattern: quote!(#path { #member: #binding, .. }),
                 class,
+                timed_out: None,
+            });
+        }
+        Marked::TimedOut => {
+            if fields.len() != 1 || !retry_after.is_empty() {
+                push(
+                    errors,
+                    syn::Error::new(
+                        name.span(),
+                        format!(
+                            "`#[timed_out]` marks the variant that holds the `persevere::AttemptTimedOut` of an attempt cut short, as its only field, but `{name}` has {} fields; write `{name}(persevere::AttemptTimedOut)`",
+                            fields.len()
+                        ),
+                    ),
+                );
+                return None;
+            }
+            let field = fields.iter().next().expect("one field");
+            let member = member(0, field);
+            // At the field's type, where one that is not `AttemptTimedOut` is reported.
+            let error = Ident::new("error", Span::mixed_site());
+            let value = locate(quote!(#path { #member: #error }), field.ty.span());
+            return Some(Arm {
+                pattern: quote!(#path { .. }),
+                class: quote_spanned!(span=> #krate::Class::Transient),
+                timed_out: Some(value),
             });
         }
     };
@@ -217,6 +276,7 @@ fn arm(
         None => Some(Arm {
             pattern: quote!(#path { .. }),
             class,
+            timed_out: None,
         }),
         Some((index, field, mark)) => {
             if let Marked::Permanent = marked {
@@ -244,6 +304,7 @@ fn arm(
                         ::core::option::Option::None => #class,
                     }
                 },
+                timed_out: None,
             })
         }
     }
@@ -273,6 +334,8 @@ fn class_of(attrs: &[Attribute], name: &Ident, errors: &mut Option<syn::Error>) 
             Marked::Uncertain
         } else if attr.path().is_ident("classify") {
             Marked::Delegate
+        } else if attr.path().is_ident("timed_out") {
+            Marked::TimedOut
         } else {
             continue;
         };

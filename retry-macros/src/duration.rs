@@ -6,20 +6,67 @@ use std::time::Duration;
 const UNITS: &str = "ns, us, ms, s, m, h";
 
 /// Parses a duration written as one or more `<number><unit>` parts, the number a whole
-/// or decimal number and the unit one of `ns`, `us`, `ms`, `s`, `m`, `h`.
+/// or decimal number and the unit one of `ns`, `us`, `ms`, `s`, `m`, `h`: each unit at
+/// most once, the largest first, and no spaces, so that a duration reads one way only.
+/// A refusal says what to write instead.
 pub fn parse(text: &str) -> Result<Duration, String> {
     let example = "write a number and a unit, e.g. \"30s\", \"200ms\" or \"1m30s\"";
-    let trimmed = text.trim();
-    if trimmed.is_empty() {
+    if text.trim().is_empty() {
         return Err(format!("empty duration; {example}"));
     }
-    if trimmed.starts_with('-') {
+    if text.trim_start().starts_with('-') {
         return Err(format!(
             "a duration cannot be negative: \"{text}\"; {example}"
         ));
     }
+    if text.contains(char::is_whitespace) {
+        let joined: String = text.split_whitespace().collect();
+        return Err(match parse(&joined) {
+            Ok(_) => format!("a duration has no spaces: write \"{joined}\""),
+            Err(_) => format!("a duration has no spaces: \"{text}\"; {example}"),
+        });
+    }
+    let parts = parts(text, example)?;
     let mut total: u128 = 0;
-    let mut rest = trimmed;
+    for part in &parts {
+        total = total
+            .checked_add(part.nanos)
+            .ok_or_else(|| too_long(text))?;
+    }
+    let secs = u64::try_from(total / 1_000_000_000).map_err(|_| too_long(text))?;
+    let duration = Duration::new(secs, (total % 1_000_000_000) as u32);
+    for pair in parts.windows(2) {
+        let (before, after) = (&pair[0], &pair[1]);
+        if before.scale == after.scale {
+            return Err(format!(
+                "the unit `{}` is written twice in \"{text}\"; write each unit once: \"{}\"",
+                after.unit,
+                canonical(total)
+            ));
+        }
+        if before.scale < after.scale {
+            return Err(format!(
+                "`{}` comes after `{}` in \"{text}\"; write the largest unit first: \"{}\"",
+                after.unit,
+                before.unit,
+                canonical(total)
+            ));
+        }
+    }
+    Ok(duration)
+}
+
+/// One `<number><unit>` part of a duration, in nanoseconds.
+struct Part<'a> {
+    unit: &'a str,
+    scale: u128,
+    nanos: u128,
+}
+
+/// The parts of a duration with no spaces, in the order written.
+fn parts<'a>(text: &'a str, example: &str) -> Result<Vec<Part<'a>>, String> {
+    let mut parts = Vec::new();
+    let mut rest = text;
     while !rest.is_empty() {
         let number_len = rest
             .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '_'))
@@ -39,7 +86,7 @@ pub fn parse(text: &str) -> Result<Duration, String> {
             .find(|c: char| c.is_ascii_digit() || c == '.')
             .unwrap_or(after.len());
         let (unit, next) = after.split_at(unit_len);
-        let scale: u128 = match unit.trim() {
+        let scale: u128 = match unit {
             "ns" => 1,
             "us" | "µs" => 1_000,
             "ms" => 1_000_000,
@@ -57,13 +104,34 @@ pub fn parse(text: &str) -> Result<Duration, String> {
                 ));
             }
         };
-        total = total
-            .checked_add(scaled(number, scale).ok_or_else(|| too_long(text))?)
-            .ok_or_else(|| too_long(text))?;
+        let nanos = scaled(number, scale).ok_or_else(|| too_long(text))?;
+        parts.push(Part { unit, scale, nanos });
         rest = next;
     }
-    let secs = u64::try_from(total / 1_000_000_000).map_err(|_| too_long(text))?;
-    Ok(Duration::new(secs, (total % 1_000_000_000) as u32))
+    Ok(parts)
+}
+
+/// `nanos` written the one accepted way: each unit once, the largest first, whole
+/// numbers (`"1h30s"`, `"2s500ms"`).
+fn canonical(mut nanos: u128) -> String {
+    if nanos == 0 {
+        return "0s".to_owned();
+    }
+    let mut out = String::new();
+    for (unit, scale) in [
+        ("h", 3_600_000_000_000),
+        ("m", 60_000_000_000),
+        ("s", 1_000_000_000),
+        ("ms", 1_000_000),
+        ("us", 1_000),
+        ("ns", 1),
+    ] {
+        if nanos >= scale {
+            out.push_str(&format!("{}{unit}", nanos / scale));
+            nanos %= scale;
+        }
+    }
+    out
 }
 
 fn too_long(text: &str) -> String {
@@ -112,6 +180,8 @@ mod tests {
         assert_eq!(parse("0s"), Ok(Duration::ZERO));
         assert_eq!(parse("1_000ms"), Ok(ms(1000)));
         assert_eq!(parse(".5s"), Ok(ms(500)));
+        assert_eq!(parse("1h2m3s4ms5us6ns"), Ok(Duration::new(3723, 4_005_006)));
+        assert_eq!(parse("1.5m30s"), Ok(Duration::from_secs(120)));
     }
 
     #[test]
@@ -127,6 +197,23 @@ mod tests {
             ("_s", "malformed number `_`"),
             ("._s", "malformed number `._`"),
             ("99999999999999999999999h", "too long"),
+            (
+                "1s1s",
+                "the unit `s` is written twice in \"1s1s\"; write each unit once: \"2s\"",
+            ),
+            ("1m30s20s", "the unit `s` is written twice"),
+            (
+                "30s1h",
+                "`h` comes after `s` in \"30s1h\"; write the largest unit first: \"1h30s\"",
+            ),
+            ("500ms1s", "write the largest unit first: \"1s500ms\""),
+            ("1 ms", "a duration has no spaces: write \"1ms\""),
+            (" 30s", "a duration has no spaces: write \"30s\""),
+            ("1m 30s", "a duration has no spaces: write \"1m30s\""),
+            (
+                "30 x",
+                "a duration has no spaces: \"30 x\"; write a number and a unit",
+            ),
         ] {
             let err = parse(text).unwrap_err();
             assert!(err.contains(wanted), "{text:?}: {err}");

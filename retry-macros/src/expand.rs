@@ -55,7 +55,7 @@ fn policy(args: &Args, private: &TokenStream) -> TokenStream {
         policy.extend(quote!(.with_budget(#budget)));
     }
     if let Some(d) = args.deadline {
-        let d = duration(d);
+        let d = duration(d.value);
         policy.extend(quote!(.with_deadline(#d)));
     }
     if let Some(n) = args.attempts {
@@ -208,7 +208,12 @@ fn generate(
             );
         }
     };
-    let handling = handling(args, &plan.output, private);
+    let handling = handling(
+        args,
+        &plan.output,
+        plan.item.sig.asyncness.is_some(),
+        private,
+    );
     let RetryFn {
         item,
         output,
@@ -345,7 +350,7 @@ fn generate(
 /// How the function treats its failures: `Handling::new(classify, show, on_open,
 /// on_timeout, before_wait)`, each hook located where a missing conversion or a wrong
 /// type is best reported, or `Unused`.
-fn handling(args: &Args, output: &Type, private: &TokenStream) -> TokenStream {
+fn handling(args: &Args, output: &Type, is_async: bool, private: &TokenStream) -> TokenStream {
     let classify = classifier(args, output, private);
     // The events show the error by `Display`, else `Debug`, else its type's name; the
     // choice needs the concrete type, so it is made here, by autoref. Located at the
@@ -370,12 +375,16 @@ fn handling(args: &Args, output: &Type, private: &TokenStream) -> TokenStream {
         ),
         None => unused.clone(),
     };
-    let on_timeout = match &args.attempt_timeout {
-        Some(timeout) => locate(
+    // An async attempt still running at the deadline (or past its `attempt_timeout`) is
+    // cut: its error says so, made from `AttemptTimedOut`, named at the key that sets the
+    // limit, or at the attribute for the default deadline. A blocking one cannot be cut.
+    let on_timeout = match (is_async, &args.attempt_timeout, &args.deadline) {
+        (false, ..) => unused.clone(),
+        (true, Some(limit), _) | (true, None, Some(limit)) => locate(
             quote!((#private::timed_out::<#output> as fn(_) -> _)),
-            timeout.span,
+            limit.span,
         ),
-        None => unused.clone(),
+        (true, None, None) => quote!((#private::timed_out::<#output> as fn(_) -> _)),
     };
     let before_wait = match &args.before_wait {
         Some(path) => quote!(#path),

@@ -1,7 +1,10 @@
-//! The macros of [persevere](https://docs.rs/persevere): `#[retry]` and `#[idempotent]`.
+//! The macros of [persevere](https://docs.rs/persevere): `#[retry]`, `#[idempotent]` and
+//! `#[derive(Classify)]`.
 //!
-//! Use them through the `persevere` crate, which documents them and provides the runtime
-//! the generated code calls.
+//! Use them through the `persevere` crate, which re-exports them and provides the
+//! runtime the generated code calls; their documentation is the same on both crates.
+//! (The examples are compiled and run as doc tests of `persevere`, which they use.)
+#![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
 // Lowest first: each module imports only those above it in this list.
@@ -17,21 +20,19 @@ mod valid;
 
 use proc_macro::TokenStream;
 
-/// Retries the function on failures a retry can fix. See the `persevere` crate.
+#[doc = include_str!("../doc/retry.md")]
 #[proc_macro_attribute]
 pub fn retry(args: TokenStream, item: TokenStream) -> TokenStream {
     expand::retry(args.into(), item.into()).into()
 }
 
-/// Marks a function as safe to repeat, which `#[retry]` requires. See the `persevere`
-/// crate.
+#[doc = include_str!("../doc/idempotent.md")]
 #[proc_macro_attribute]
 pub fn idempotent(args: TokenStream, item: TokenStream) -> TokenStream {
     idempotent::idempotent(args.into(), item.into()).into()
 }
 
-/// Implements `persevere::Classify` from a class on each variant. See the `persevere`
-/// crate.
+#[doc = include_str!("../doc/classify.md")]
 #[proc_macro_derive(
     Classify,
     attributes(
@@ -40,6 +41,7 @@ pub fn idempotent(args: TokenStream, item: TokenStream) -> TokenStream {
         unsent,
         uncertain,
         classify,
+        timed_out,
         retry_after,
         persevere
     )

@@ -126,11 +126,16 @@ impl<'p, C: Clock> Call<'p, C> {
         }
     }
 
-    /// The time limit of the next attempt: the policy's attempt timeout, cut at the
-    /// deadline; `None` when the policy sets no attempt timeout.
+    /// How long the attempt in flight may still run: until the deadline, or its own
+    /// attempt timeout if that is sooner (counted from now, which is about when it
+    /// started: the limit is set when it first waits); `None` for no limit at all.
     pub(crate) fn attempt_limit(&self) -> Option<Duration> {
-        let timeout = self.policy().attempt_timeout()?;
-        Some(timeout.min(self.state.remaining(C::now())))
+        let remaining = self.state.remaining(C::now());
+        let limit = match self.policy().attempt_timeout() {
+            Some(timeout) => timeout.min(remaining),
+            None => remaining,
+        };
+        (limit != Duration::MAX).then_some(limit)
     }
 
     /// Installs the call's layer, `frame`, and its span, if it has one, for one poll of

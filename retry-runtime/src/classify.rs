@@ -3,7 +3,25 @@
 use std::io;
 use std::time::Duration;
 
-/// What a failure says about retrying.
+mod chain;
+
+/// What a failure says about retrying: the answer of [`Classify::classify`], which
+/// `#[retry(on = transient)]` asks of each failed attempt's error.
+///
+/// ```
+/// use std::io;
+/// use std::time::Duration;
+/// use persevere_runtime::{Class, Classify};
+///
+/// assert_eq!(io::Error::from(io::ErrorKind::ConnectionRefused).classify(), Class::Unsent);
+/// assert_eq!(io::Error::from(io::ErrorKind::TimedOut).classify(), Class::Transient);
+/// assert_eq!(io::Error::from(io::ErrorKind::NotFound).classify(), Class::Permanent);
+///
+/// // What a server asked for, e.g. a 503 with `Retry-After: 2`:
+/// let class = Class::RetryAfter(Duration::from_secs(2));
+/// assert!(class.is_retryable());
+/// assert!(!Class::Permanent.is_retryable());
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Class {
     /// Repeating the call cannot help: bad input, missing permission, not found. The call

@@ -30,7 +30,8 @@ impl Classify for StatusCode {
 }
 
 /// The wait a response's `Retry-After` header asks for, read at the current system time;
-/// `None` if there is none, or it is malformed, negative, or a date in the past.
+/// `None` if there is none, or it is malformed or negative. A date now or in the past
+/// asks for no wait at all: `Some(Duration::ZERO)`, which the retry still spreads.
 ///
 /// ```
 /// use std::time::Duration;
@@ -49,9 +50,9 @@ pub fn retry_after(headers: &HeaderMap) -> Option<Duration> {
 }
 
 /// Reads a `Retry-After` value at `now`: delta-seconds (`"120"`) or an HTTP-date
-/// (`"Wed, 21 Oct 2015 07:28:00 GMT"`, and the two obsolete date forms). Garbage, a
-/// negative number, or a date not after `now` gives `None`, so that the computed backoff
-/// applies instead; never a panic.
+/// (`"Wed, 21 Oct 2015 07:28:00 GMT"`, and the two obsolete date forms). Garbage or a
+/// negative number gives `None`, so that the computed backoff applies instead; a date
+/// not after `now` gives a zero wait (the server says "now"); never a panic.
 pub fn parse_retry_after(value: &str, now: SystemTime) -> Option<Duration> {
     let value = value.trim();
     if !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit()) {
@@ -59,8 +60,7 @@ pub fn parse_retry_after(value: &str, now: SystemTime) -> Option<Duration> {
         return Some(Duration::from_secs(value.parse().unwrap_or(u64::MAX)));
     }
     let date = httpdate::parse_http_date(value).ok()?;
-    let wait = date.duration_since(now).ok()?;
-    (!wait.is_zero()).then_some(wait)
+    Some(date.duration_since(now).unwrap_or(Duration::ZERO))
 }
 
 /// The class of a response: its status's, or the server's wait when a retryable status
@@ -127,7 +127,25 @@ impl Classify for StatusError {
 }
 
 /// `Ok` for a success (2xx) or redirect (3xx) status; otherwise the [`StatusError`],
-/// with the server's `Retry-After`.
+/// with the server's `Retry-After`. For an HTTP client other than reqwest (for reqwest,
+/// `ResponseExt::error_for_retry` does this), turn a response's status into an error
+/// that `#[retry]` classifies:
+///
+/// ```
+/// use std::time::Duration;
+/// use http::{HeaderMap, HeaderValue, StatusCode, header::RETRY_AFTER};
+/// use persevere_runtime::http::check;
+/// use persevere_runtime::{Class, Classify};
+///
+/// let mut headers = HeaderMap::new();
+/// assert!(check(StatusCode::OK, &headers).is_ok());
+/// assert_eq!(check(StatusCode::NOT_FOUND, &headers).unwrap_err().classify(), Class::Permanent);
+///
+/// headers.insert(RETRY_AFTER, HeaderValue::from_static("3"));
+/// let busy = check(StatusCode::SERVICE_UNAVAILABLE, &headers).unwrap_err();
+/// assert_eq!(busy.status(), StatusCode::SERVICE_UNAVAILABLE);
+/// assert_eq!(busy.classify(), Class::RetryAfter(Duration::from_secs(3)));
+/// ```
 pub fn check(status: StatusCode, headers: &HeaderMap) -> Result<(), StatusError> {
     if status.is_success() || status.is_redirection() || status.is_informational() {
         Ok(())
@@ -225,14 +243,23 @@ mod tests {
             parse_retry_after("Wed Oct 21 07:28:10 2015", now),
             Some(Duration::from_secs(10))
         );
+        // A date now or past asks for no wait.
+        for now_or_past in [
+            "Wed, 21 Oct 2015 07:28:00 GMT",
+            "Wed, 21 Oct 2015 07:27:00 GMT",
+        ] {
+            assert_eq!(
+                parse_retry_after(now_or_past, now),
+                Some(Duration::ZERO),
+                "{now_or_past:?}"
+            );
+        }
         for bad in [
             "",
             "-1",
             "1.5",
             "+3",
             "soon",
-            "Wed, 21 Oct 2015 07:27:00 GMT", // past
-            "Wed, 21 Oct 2015 07:28:00 GMT", // now
             "Wed, 32 Oct 2015 07:28:00 GMT",
             "١٢٠",
         ] {

@@ -135,6 +135,14 @@ impl Frame {
         self.0 |= Self::INNER_FAILED;
     }
 
+    /// The same frame, without the mark of a nested call's failure: for an attempt that
+    /// goes on after it (it waited on something since), so that its own failure later is
+    /// its own.
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    pub(crate) fn moved_on(self) -> Self {
+        Self(self.0 & !Self::INNER_FAILED)
+    }
+
     /// Whether the frame has a deadline.
     #[inline]
     fn has_deadline(&self) -> bool {
@@ -200,6 +208,48 @@ pub(crate) fn mark_inner_failure() {
     FRAME.set(frame);
 }
 
+/// Tells the enclosing `#[retry]` layer that the code running now has handled the
+/// failure of the nested `#[retry]` call it made last, so that a failure of its own
+/// after it is retried as usual.
+///
+/// A failure that comes out of a nested `#[retry]` call has been retried by that call,
+/// so the layers above return it after one attempt instead of multiplying the attempts.
+/// persevere tells such a failure from the layer's own by when it comes: an attempt that
+/// fails right after a nested call gave up (with no other nested call in between, and
+/// without having waited on anything since) is taken to be passing the nested failure
+/// on. An attempt that handles the nested failure and then fails at once, without
+/// awaiting anything (or a blocking one, which never awaits), would be taken so too:
+/// call this after handling it.
+///
+/// ```
+/// use std::{io, time::Duration};
+/// use persevere_runtime::{Policy, nested_failure_handled, retry_blocking};
+///
+/// static CACHE: Policy = Policy::new().with_attempts(2).with_base(Duration::from_millis(1));
+/// static LOOKUP: Policy = Policy::new().with_attempts(3).with_base(Duration::from_millis(1));
+///
+/// fn from_cache() -> io::Result<String> {
+///     retry_blocking(&CACHE, || Err(io::ErrorKind::ConnectionReset.into()))
+/// }
+///
+/// let mut attempts = 0;
+/// let found: io::Result<String> = retry_blocking(&LOOKUP, || {
+///     attempts += 1;
+///     if let Ok(hit) = from_cache() {
+///         return Ok(hit);
+///     }
+///     // The cache's failure is handled here: what fails next is this layer's own.
+///     nested_failure_handled();
+///     Err(io::ErrorKind::ConnectionReset.into())
+/// });
+/// assert!(found.is_err());
+/// assert_eq!(attempts, 3); // without the call above: 1
+/// ```
+pub fn nested_failure_handled() {
+    let frame = FRAME.get();
+    FRAME.set(frame.moved_on());
+}
+
 /// A layer's frame, installed as this thread's until [`Entered::leave`] (or a panic)
 /// puts the previous one back. Not generic, so that each future that installs a frame
 /// does not bring a copy of its own into the build.
@@ -223,9 +273,13 @@ impl Entered {
     }
 
     /// Puts the previous frame back: the frame as the code inside left it.
+    ///
+    /// The enclosing layer's mark of a failure out of a nested call is cleared: the code
+    /// inside has run since, so the mark no longer tells of the latest nested call. (A
+    /// nested call that gives up marks the enclosing frame again once it is back.)
     #[cfg_attr(not(debug_assertions), inline(always))]
     pub(crate) fn leave(self) -> Frame {
-        let frame = FRAME.replace(self.previous);
+        let frame = FRAME.replace(Frame(self.previous.0 & !Frame::INNER_FAILED));
         std::mem::forget(self);
         frame
     }

@@ -50,6 +50,7 @@ pub use classify::{Class, Classify};
 pub use give_up::GiveUp;
 pub use hook::BeforeWait;
 pub use key::{IdempotencyKey, ParseKeyError};
+pub use layer::nested_failure_handled;
 pub use policy::{Jitter, Layers, Policy};
 pub use rng::seed_thread_rng;
 pub use run::{retry_blocking, retry_fn};

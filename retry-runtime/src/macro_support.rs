@@ -100,8 +100,9 @@ where
 }
 
 /// The outcome of an attempt cut by its time limit: the function's own error, made from
-/// [`AttemptTimedOut`]. Named in the generated code at the `attempt_timeout` literal, so
-/// that an error type without the conversion is reported there, once.
+/// [`AttemptTimedOut`]. Named in the generated code at the key that sets the limit
+/// (`attempt_timeout`, `deadline`, or the attribute for the default deadline), so that an
+/// error type without the conversion is reported there, once.
 pub fn timed_out<R>(timeout: AttemptTimedOut) -> R
 where
     R: Outcome<Err: FromTimeout>,
@@ -191,11 +192,11 @@ impl KeyParam for &IdempotencyKey {}
 #[inline]
 pub fn idempotency_key<K: KeyParam>(_key: &K) {}
 
-/// An error type that can say "this attempt timed out".
+/// An error type that can say "this attempt was cut short".
 #[diagnostic::on_unimplemented(
-    message = "`{Self}` cannot report an attempt timeout",
-    label = "`attempt_timeout` needs `{Self}: From<persevere::AttemptTimedOut>`",
-    note = "a timed-out attempt must come back as the function's own error; add a variant for it and `impl From<persevere::AttemptTimedOut> for {Self}`"
+    message = "`{Self}` cannot report an attempt cut short at its deadline or `attempt_timeout`",
+    label = "an async `#[retry]` function cancels an attempt still running at its time limit, and needs `{Self}: From<persevere::AttemptTimedOut>` to say so",
+    note = "add a variant for it and `impl From<persevere::AttemptTimedOut> for {Self}` (or mark a variant that holds a `persevere::AttemptTimedOut` with `#[timed_out]` under `#[derive(Classify)]`); `std::io::Error`, `persevere::reqwest::RequestError`, `Box<dyn Error + Send + Sync>` and `anyhow::Error` have it already"
 )]
 pub trait FromTimeout {
     /// This error for a timed-out attempt.

@@ -296,6 +296,16 @@ impl Policy {
         self.deadline
     }
 
+    /// How long an attempt of a call without state may run from its first wait, when its
+    /// clock starts: the deadline, cut by the attempt timeout; `None` for no limit.
+    pub(crate) fn deadline_within(&self) -> Option<Duration> {
+        let deadline = (self.deadline_nanos != u64::MAX).then_some(self.deadline);
+        match (deadline, self.attempt_timeout) {
+            (Some(deadline), Some(timeout)) => Some(deadline.min(timeout)),
+            (deadline, timeout) => deadline.or(timeout),
+        }
+    }
+
     /// The deadline in nanoseconds, `u64::MAX` beyond 585 years.
     #[inline]
     pub(crate) const fn deadline_nanos(&self) -> u64 {

@@ -55,6 +55,23 @@ impl Classify for reqwest::Error {
 /// answered with a failure status. Classified by its parts; convertible from the
 /// runtime's own errors, so that it can be the error type of a `#[retry]` function with
 /// an attempt timeout or a circuit breaker.
+///
+/// `?` converts reqwest's errors and [`ResponseExt::error_for_retry`]'s into it:
+///
+/// ```
+/// use persevere_runtime::reqwest::{RequestError, ResponseExt};
+/// use persevere_runtime::{AttemptTimedOut, Class, Classify};
+///
+/// async fn get_user(client: &reqwest::Client, id: u64) -> Result<String, RequestError> {
+///     let url = format!("http://127.0.0.1:8080/users/{id}");
+///     Ok(client.get(url).send().await?.error_for_retry()?.text().await?)
+/// }
+///
+/// // An attempt cut short by `attempt_timeout` becomes one, and is transient.
+/// let timed_out = RequestError::from(AttemptTimedOut::after(std::time::Duration::from_secs(1)));
+/// assert_eq!(timed_out.classify(), Class::Transient);
+/// assert_eq!(timed_out.status(), None);
+/// ```
 #[derive(Debug)]
 pub enum RequestError {
     /// The request could not be sent or its response not read.

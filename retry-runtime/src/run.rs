@@ -250,9 +250,6 @@ fn drive<'p, R: Outcome>(
                         (poll, frame)
                     }
                     Some(call) => {
-                        if limit.needs_arming() {
-                            limit.as_mut().arm(call.attempt_limit());
-                        }
                         let scope = call.enter(run.frame);
                         let poll = attempt.poll(cx);
                         (poll, scope.leave())
@@ -262,10 +259,21 @@ fn drive<'p, R: Outcome>(
                     Poll::Ready(outcome) => (outcome, false),
                     Poll::Pending => {
                         // The attempt is waiting on something: the clock starts (that
-                        // time counts), and the frame is kept for the next poll.
-                        let mut frame = frame;
+                        // time counts), and the frame is kept for the next poll. A
+                        // nested call's failure before this is not what the attempt
+                        // ends with, if it ends later: it has moved on.
+                        let mut frame = frame.moved_on();
                         frame.start(TokioClock::now);
                         run.frame = frame;
+                        // The attempt is cut at the deadline (or its own time limit):
+                        // the timer is set when it first waits, its clock then started.
+                        if limit.needs_arming() {
+                            let limit_now = match run.call.as_ref() {
+                                Some(call) => call.attempt_limit(),
+                                None => run.policy.deadline_within(),
+                            };
+                            limit.as_mut().arm(limit_now);
+                        }
                         let Some(limit) = limit.as_mut().poll_passed(cx) else {
                             return Poll::Pending;
                         };

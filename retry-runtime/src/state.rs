@@ -216,16 +216,20 @@ impl<'p> RetryState<'p> {
         if self.attempts >= self.policy.attempts() {
             return Step::GiveUp(GiveUp::AttemptsExhausted);
         }
+        let remaining = self.remaining(now);
         let wait = match class {
             Class::RetryAfter(requested) => {
                 if requested > self.policy.max_retry_after() {
                     return Step::GiveUp(GiveUp::RetryAfterTooLong);
                 }
-                jitter_server_wait(requested, rng)
+                match server_wait(requested, self.policy.base(), remaining, rng) {
+                    Some(wait) => wait,
+                    None => return Step::GiveUp(GiveUp::DeadlineExceeded),
+                }
             }
             _ => self.backoff.next_delay(self.policy, rng),
         };
-        if wait >= self.remaining(now) {
+        if wait >= remaining {
             return Step::GiveUp(GiveUp::DeadlineExceeded);
         }
         self.attempts += 1;
@@ -233,11 +237,27 @@ impl<'p> RetryState<'p> {
     }
 }
 
-/// A server-requested wait times a random factor in `[0.8, 1.2]`, so that the clients a
-/// server turned away together do not all return at the same instant.
-fn jitter_server_wait<R: Rng + ?Sized>(requested: Duration, rng: &mut R) -> Duration {
-    let factor: f64 = rng.random_range(0.8..=1.2);
-    Duration::try_from_secs_f64(requested.as_secs_f64() * factor).unwrap_or(Duration::MAX)
+/// The wait before retrying a server that asked for `requested`: never less, so that no
+/// client comes back before the time the server named, and spread after it by up to a
+/// fifth of it, or by up to `base` if that is more (so that even a `Retry-After: 0`
+/// spreads the clients a server turned away together). The wait ends before the
+/// deadline, `remaining` from now: the spread is cut to fit, and a `requested` that
+/// leaves no room gives `None`.
+fn server_wait<R: Rng + ?Sized>(
+    requested: Duration,
+    base: Duration,
+    remaining: Duration,
+    rng: &mut R,
+) -> Option<Duration> {
+    let room = remaining.checked_sub(requested)?;
+    if room.is_zero() {
+        return None;
+    }
+    // The latest end that is still before the deadline.
+    let latest = room - Duration::from_nanos(1);
+    let spread = (requested / 5).max(base).min(latest);
+    let nanos = u64::try_from(spread.as_nanos()).unwrap_or(u64::MAX);
+    Some(requested + Duration::from_nanos(rng.random_range(0..=nanos)))
 }
 
 #[cfg(test)]
@@ -291,18 +311,30 @@ mod tests {
         assert_eq!(s.remaining(start + ms(2000)), Duration::ZERO);
     }
 
+    // The server's wait is a lower bound: no retry before it, spread after it by up to
+    // a fifth of it (or `base`, if more), within the deadline.
+    // Can fail: the former factor in [0.8, 1.2] came back up to 20 % early.
     #[test]
-    fn retry_after_is_jittered_and_bounded() {
-        let p = Policy::new().with_max_retry_after(ms(5000));
+    fn retry_after_is_a_lower_bound_spread_after_it() {
+        let p = Policy::new()
+            .with_max_retry_after(ms(5000))
+            .with_base(ms(100));
         let start = Instant::now();
         let mut rng = SmallRng::seed_from_u64(9);
-        for _ in 0..1000 {
+        let (mut least, mut most) = (Duration::MAX, Duration::ZERO);
+        for _ in 0..10_000 {
             let mut s = RetryState::new(&p, start);
             match s.on_failure(Class::RetryAfter(ms(1000)), start, &mut rng) {
-                Step::Retry(w) => assert!(w >= ms(800) && w <= ms(1200), "{w:?}"),
+                Step::Retry(w) => {
+                    assert!(w >= ms(1000) && w <= ms(1200), "{w:?}");
+                    least = least.min(w);
+                    most = most.max(w);
+                }
                 other => panic!("{other:?}"),
             }
         }
+        // Spread over the whole range, not bunched at the server's instant.
+        assert!(least < ms(1010) && most > ms(1190), "{least:?}..{most:?}");
         let mut s = RetryState::new(&p, start);
         assert_eq!(
             s.on_failure(Class::RetryAfter(ms(5001)), start, &mut rng),
@@ -316,6 +348,53 @@ mod tests {
             s.on_failure(Class::RetryAfter(Duration::MAX), start, &mut rng),
             Step::GiveUp(GiveUp::DeadlineExceeded) | Step::Retry(_)
         ));
+    }
+
+    // `Retry-After: 0` still spreads the retries, over `base`.
+    #[test]
+    fn a_zero_retry_after_is_spread_over_base() {
+        let p = Policy::new().with_base(ms(200));
+        let start = Instant::now();
+        let mut rng = SmallRng::seed_from_u64(3);
+        let waits: Vec<Duration> = (0..1000)
+            .map(|_| {
+                match RetryState::new(&p, start).on_failure(
+                    Class::RetryAfter(Duration::ZERO),
+                    start,
+                    &mut rng,
+                ) {
+                    Step::Retry(w) => w,
+                    other => panic!("{other:?}"),
+                }
+            })
+            .collect();
+        assert!(waits.iter().all(|w| *w <= ms(200)));
+        assert!(waits.iter().filter(|w| **w > ms(100)).count() > 400);
+    }
+
+    // The spread is cut so that the wait ends before the deadline; a server wait that
+    // reaches the deadline gives up at once.
+    #[test]
+    fn the_spread_after_a_retry_after_stays_within_the_deadline() {
+        let p = Policy::new()
+            .with_deadline(ms(1100))
+            .with_max_retry_after(ms(5000));
+        let start = Instant::now();
+        let mut rng = SmallRng::seed_from_u64(5);
+        for _ in 0..1000 {
+            match RetryState::new(&p, start).on_failure(
+                Class::RetryAfter(ms(1000)),
+                start,
+                &mut rng,
+            ) {
+                Step::Retry(w) => assert!(w >= ms(1000) && w < ms(1100), "{w:?}"),
+                other => panic!("{other:?}"),
+            }
+        }
+        assert_eq!(
+            RetryState::new(&p, start).on_failure(Class::RetryAfter(ms(1100)), start, &mut rng),
+            Step::GiveUp(GiveUp::DeadlineExceeded)
+        );
     }
 
     #[test]

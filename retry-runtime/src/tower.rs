@@ -25,7 +25,42 @@ use std::time::Duration;
 use crate::clock::{Clock, TokioClock};
 use crate::layer::{InLayer, scoped};
 
-/// Wraps a service in [`Deadline`].
+/// Wraps a service in [`Deadline`]: each request is handled under the deadline its
+/// `grpc-timeout` header carries, so the `#[retry]` calls made while handling it, and
+/// [`deadline::remaining`](crate::deadline::remaining), see the caller's time left.
+///
+/// ```
+/// use std::convert::Infallible;
+/// use std::time::Duration;
+/// use persevere_runtime::tower::DeadlineLayer;
+/// use tower_layer::Layer;
+/// use tower_service::Service;
+///
+/// # struct Handler;
+/// # impl Service<http::Request<()>> for Handler {
+/// #     type Response = Option<Duration>;
+/// #     type Error = Infallible;
+/// #     type Future = std::pin::Pin<Box<dyn Future<Output = Result<Option<Duration>, Infallible>>>>;
+/// #     fn poll_ready(&mut self, _: &mut std::task::Context<'_>) -> std::task::Poll<Result<(), Infallible>> {
+/// #         std::task::Poll::Ready(Ok(()))
+/// #     }
+/// #     fn call(&mut self, _: http::Request<()>) -> Self::Future {
+/// #         Box::pin(async { Ok(persevere_runtime::deadline::remaining()) })
+/// #     }
+/// # }
+/// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+/// # async fn main() {
+/// // `Handler` answers with `deadline::remaining()` as its handler sees it.
+/// let mut service = DeadlineLayer::new().layer(Handler);
+/// let request = http::Request::builder().header("grpc-timeout", "5S").body(()).unwrap();
+/// assert_eq!(service.call(request).await.unwrap(), Some(Duration::from_secs(5)));
+///
+/// // A request without a deadline gets the layer's default, if it has one.
+/// let mut service = DeadlineLayer::new().with_default(Duration::from_secs(10)).layer(Handler);
+/// let request = http::Request::builder().body(()).unwrap();
+/// assert_eq!(service.call(request).await.unwrap(), Some(Duration::from_secs(10)));
+/// # }
+/// ```
 #[derive(Clone, Copy, Debug, Default)]
 pub struct DeadlineLayer {
     default: Option<Duration>,

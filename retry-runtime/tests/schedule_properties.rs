@@ -8,8 +8,9 @@
 //! - full and equal jitter have the expected mean and spread (fixed-seed statistics);
 //! - [`RetryState`] grants a retry only within the attempt backstop and only if the wait
 //!   ends strictly before the deadline, gives up for the documented reason otherwise,
-//!   always gives up on a permanent failure, and honours `Retry-After` with a jitter
-//!   factor in `[0.8, 1.2]`.
+//!   always gives up on a permanent failure, and honours `Retry-After` as a lower bound:
+//!   never a wait shorter than the server's, spread after it by up to a fifth of it (or
+//!   `base`, if more), and always ending before the deadline.
 
 use std::time::{Duration, Instant};
 
@@ -126,14 +127,11 @@ fn gap() -> impl Strategy<Value = Duration> {
     ]
 }
 
-/// The range a `Retry-After` of `requested` may be jittered into, `[0.8, 1.2]` times it,
-/// widened by 1 ns each side for float rounding.
-fn retry_after_bounds(requested: Duration) -> (Duration, Duration) {
-    let nanos = requested.as_nanos();
-    let low = (nanos * 4 / 5).saturating_sub(1);
-    let high = (nanos * 6).div_ceil(5) + 1;
-    let to_duration = |n: u128| Duration::from_nanos(u64::try_from(n).unwrap());
-    (to_duration(low), to_duration(high))
+/// The range a `Retry-After` of `requested` may be spread into under `policy`: from the
+/// request itself to a fifth more, or `base` more if that is more (before the deadline
+/// cuts it).
+fn retry_after_bounds(requested: Duration, policy: &Policy) -> (Duration, Duration) {
+    (requested, requested + (requested / 5).max(policy.base()))
 }
 
 proptest! {
@@ -351,14 +349,14 @@ proptest! {
                         prop_assert_eq!(step, Step::GiveUp(GiveUp::RetryAfterTooLong), "{}", context);
                         break;
                     }
-                    let (low, high) = retry_after_bounds(requested);
+                    let (low, high) = retry_after_bounds(requested, &policy);
                     match step {
                         Step::Retry(wait) => prop_assert!(
-                            low <= wait && wait <= high,
-                            "{}: outside [{:?}, {:?}]", context, low, high
+                            low <= wait && wait <= high && wait < remaining,
+                            "{}: outside [{:?}, {:?}] or past {:?} left", context, low, high, remaining
                         ),
                         Step::GiveUp(GiveUp::DeadlineExceeded) => {
-                            prop_assert!(high >= remaining, "{}: the wait fitted", context);
+                            prop_assert!(requested >= remaining, "{}: the wait fitted", context);
                             break;
                         }
                         Step::GiveUp(_) => prop_assert!(false, "{}: wrong reason", context),
@@ -431,11 +429,11 @@ proptest! {
         }
     }
 
-    /// A `Retry-After` within `max_retry_after` whose longest jittered wait fits the
-    /// deadline is always honoured, with a wait in `[0.8, 1.2]` times the request; one
-    /// whose shortest jittered wait reaches the deadline never is.
+    /// A `Retry-After` within `max_retry_after` that ends before the deadline is always
+    /// honoured, with a wait no shorter than it, spread after it within its bounds and
+    /// before the deadline; one that reaches the deadline never is.
     #[test]
-    fn retry_after_is_honoured_with_bounded_jitter(
+    fn retry_after_is_a_lower_bound_spread_within_the_deadline(
         policy in full_policy(),
         seed in any::<u64>(),
         requested in duration_up_to(70_000),
@@ -444,7 +442,7 @@ proptest! {
         let start = Instant::now();
         let now = start + offset;
         let mut rng = SmallRng::seed_from_u64(seed);
-        let (low, high) = retry_after_bounds(requested);
+        let (low, high) = retry_after_bounds(requested, &policy);
         let mut state = RetryState::new(&policy, start);
         let remaining = state.remaining(now);
         let step = state.on_failure(Class::RetryAfter(requested), now, &mut rng);
@@ -452,21 +450,16 @@ proptest! {
             prop_assert_eq!(step, Step::GiveUp(GiveUp::AttemptsExhausted));
         } else if requested > policy.max_retry_after() {
             prop_assert_eq!(step, Step::GiveUp(GiveUp::RetryAfterTooLong));
-        } else if high < remaining {
+        } else if requested < remaining {
             match step {
                 Step::Retry(wait) => prop_assert!(
-                    low <= wait && wait <= high,
-                    "{:?} for {:?}: outside [{:?}, {:?}]", wait, requested, low, high
+                    low <= wait && wait <= high && wait < remaining,
+                    "{:?} for {:?}: outside [{:?}, {:?}] or past {:?} left", wait, requested, low, high, remaining
                 ),
                 other => prop_assert!(false, "{:?} for {:?} with {:?} left", other, requested, remaining),
             }
-        } else if low >= remaining {
-            prop_assert_eq!(step, Step::GiveUp(GiveUp::DeadlineExceeded));
         } else {
-            match step {
-                Step::Retry(wait) => prop_assert!(low <= wait && wait < remaining),
-                other => prop_assert_eq!(other, Step::GiveUp(GiveUp::DeadlineExceeded)),
-            }
+            prop_assert_eq!(step, Step::GiveUp(GiveUp::DeadlineExceeded));
         }
     }
 }

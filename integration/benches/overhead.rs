@@ -1,8 +1,9 @@
 //! What `#[retry]` costs a call, against a direct call and against peer crates.
 //!
-//! `cargo bench --bench overhead`. Compare within a group only: the variants of one
-//! group run in one process, one after another, so their ratios hold even on a busy
-//! machine better than their absolute times do. For numbers that do not move with the
+//! `cargo bench --manifest-path integration/benches/default-features/Cargo.toml --bench
+//! overhead`. Compare within a group only: the variants of one group run in one process,
+//! one after another, so their ratios hold even on a busy machine better than their
+//! absolute times do. For numbers that do not move with the
 //! load, count instructions with `benches/instructions.rs` under callgrind.
 //!
 //! Groups:

@@ -2,13 +2,14 @@
 //! which, unlike wall time, does not move with the load on the machine.
 //!
 //! ```text
-//! cargo bench --bench instructions --no-run     # prints the binary's path
+//! cargo bench --manifest-path integration/benches/default-features/Cargo.toml --bench instructions --no-run
+//!                                               # prints the binary's path
 //! valgrind --tool=callgrind --callgrind-out-file=/tmp/cg.out BINARY retry 100000
 //! ```
 //!
 //! Instructions per call = (Ir at N calls - Ir at 0 calls) / N: the runtime's start-up and
 //! the warm-up call (which registers statistics and seeds thread-locals) cancel out.
-//! `benches/callgrind.sh` does this for every variant and prints a table.
+//! `integration/benches/callgrind.sh` does this for every variant and prints a table.
 //!
 //! Each variant is called as a function item, the way criterion's closures in
 //! `overhead.rs` call it and the way a caller's own code calls a function: the compiler

@@ -83,6 +83,12 @@ fn with_message<'a>(events: &'a [Captured], message: &str) -> Vec<&'a Captured> 
 #[derive(Debug)]
 struct Flaky(&'static str);
 
+impl From<persevere::AttemptTimedOut> for Flaky {
+    fn from(_: persevere::AttemptTimedOut) -> Self {
+        Flaky("timed out")
+    }
+}
+
 impl std::fmt::Display for Flaky {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "flaky: {}", self.0)
@@ -187,6 +193,12 @@ struct Mute;
 impl persevere::Classify for Mute {
     fn classify(&self) -> persevere::Class {
         persevere::Class::Transient
+    }
+}
+
+impl From<persevere::AttemptTimedOut> for Mute {
+    fn from(_: persevere::AttemptTimedOut) -> Self {
+        Mute
     }
 }
 

@@ -35,6 +35,12 @@ impl Classify for Failure {
     }
 }
 
+impl From<persevere::AttemptTimedOut> for Failure {
+    fn from(_: persevere::AttemptTimedOut) -> Self {
+        Failure
+    }
+}
+
 /// A budget that never refuses: the "once" benchmarks retry on every call, and the
 /// default budget (10 % of requests) would refuse most of those retries, turning the
 /// benchmark into one of giving up.

@@ -2,8 +2,8 @@
 //! limited capacity that goes down for a while.
 //!
 //! ```text
-//! cargo run --release --example storm -- [--clients N] [--outage SECS] [--fail P]
-//!                                        [--capacity RPS] [--seed S] [--svg PATH] [--shared]
+//! cargo run --release -p persevere-integration --example storm -- [--clients N]
+//!     [--outage SECS] [--fail P] [--capacity RPS] [--seed S] [--svg PATH] [--shared]
 //! ```
 //!
 //! A fleet of clients (1,000 by default) each start one call a second. The dependency

@@ -3,13 +3,15 @@
 # (Ir at N calls - Ir at 0 calls) / N, so start-up and the warm-up call cancel out.
 # Instruction counts do not move with the load on the machine, unlike wall time.
 #
-#   bash benches/callgrind.sh [N]          # N calls per variant, default 20000
+#   bash integration/benches/callgrind.sh [N]     # N calls per variant, default 20000
 #
-# Environment: CARGO_TARGET_DIR as usual; MANIFEST=benches/default-features/Cargo.toml
-# measures persevere with its default features only (the workspace's dev-dependencies
-# turn on `metrics` for every bench target); CALLGRIND_KEEP=DIR keeps the raw outputs
-# there, for `callgrind_annotate --inclusive=yes DIR/retry.N.out`.
+# Environment: CARGO_TARGET_DIR as usual; MANIFEST, the package whose `instructions`
+# bench is measured, taken relative to the directory the script is run from (by default,
+# and so far the only one, integration/benches/default-features/Cargo.toml: persevere
+# with its default features only); CALLGRIND_KEEP=DIR keeps the raw outputs there, for
+# `callgrind_annotate --inclusive=yes DIR/retry.N.out`.
 set -euo pipefail
+manifest="$(realpath "${MANIFEST:-$(dirname "$0")/default-features/Cargo.toml}")"
 cd "$(dirname "$0")/.."
 
 n="${1:-20000}"
@@ -17,9 +19,9 @@ keep="${CALLGRIND_KEEP:-}"
 out="$(mktemp -d)"
 trap 'rm -rf "$out"' EXIT
 
-bin="$(cargo bench --manifest-path "${MANIFEST:-Cargo.toml}" --bench instructions --no-run --message-format=json 2>/dev/null |
+bin="$(cargo bench --manifest-path "$manifest" --bench instructions --no-run --message-format=json 2>/dev/null |
   sed -n 's/.*"executable":"\([^"]*\)".*/\1/p' | tail -n 1)"
-[[ -x "$bin" ]] || { echo "could not build benches/instructions.rs" >&2; exit 1; }
+[[ -x "$bin" ]] || { echo "could not build integration/benches/instructions.rs" >&2; exit 1; }
 command -v valgrind >/dev/null || { echo "valgrind is not installed" >&2; exit 1; }
 
 # The total instructions of one run of variant $1 with $2 calls.

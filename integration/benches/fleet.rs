@@ -1,9 +1,10 @@
 //! The fleet under an outage, in virtual time: how much load retries add to a dependency
 //! that is down, and how long they take to die away once it is back.
 //!
-//! `cargo bench --bench fleet` prints a table of load, not of speed. 1,000 clients each
-//! start one `#[retry]` call a second, spread over the second, against a dependency that
-//! fails every request (transiently) for 60 s and then serves them all. The calls use
+//! `cargo bench -p persevere-integration --bench fleet` prints a table of load, not of
+//! speed. 1,000 clients each start one `#[retry]` call a second, spread over the second,
+//! against a dependency that fails every request (transiently) for 60 s and then serves
+//! them all. The calls use
 //! persevere's real runtime and macros; the clock is tokio's paused one, so the two
 //! minutes of each scenario pass in moments, and the jitter is seeded, so every run
 //! prints the same figures. It fails (exit code 1) if the defaults amplify the load

@@ -1,0 +1,73 @@
+//! What each cargo feature adds, used as a user would, through `persevere` alone. Built
+//! once per feature by CI; with no feature, the core that is always there.
+
+use std::io;
+
+use persevere::{idempotent, retry};
+
+/// The core: a retried function.
+#[retry(deadline = "1s")]
+#[idempotent]
+pub async fn core() -> io::Result<u32> {
+    Ok(1)
+}
+
+/// `tracing`: the events of a retried call go to the subscriber of the caller's.
+#[cfg(feature = "tracing")]
+pub fn tracing() -> persevere::stats::Report {
+    persevere::stats::all()
+}
+
+/// `metrics`: the labels persevere's metrics carry.
+#[cfg(feature = "metrics")]
+pub fn metrics() -> persevere::telemetry::MetricLabels {
+    persevere::telemetry::MetricLabels::new("checks::metrics")
+}
+
+/// `http`: statuses and `Retry-After`.
+#[cfg(feature = "http")]
+pub fn http(status: http::StatusCode, headers: &http::HeaderMap) -> persevere::Class {
+    use persevere::Classify;
+    match persevere::http::check(status, headers) {
+        Ok(()) => persevere::Class::Permanent,
+        Err(e) => e.classify(),
+    }
+}
+
+/// `reqwest`: a retried request.
+#[cfg(feature = "reqwest")]
+#[retry(deadline = "5s")]
+#[idempotent]
+pub async fn reqwest(client: &reqwest::Client) -> Result<String, persevere::reqwest::RequestError> {
+    use persevere::reqwest::ResponseExt;
+    Ok(client
+        .get("http://127.0.0.1:1/")
+        .send()
+        .await?
+        .error_for_retry()?
+        .text()
+        .await?)
+}
+
+/// `tower`: the layer that installs incoming deadlines.
+#[cfg(feature = "tower")]
+pub fn tower<S>(service: S) -> persevere::tower::Deadline<S> {
+    use tower_layer::Layer;
+    persevere::tower::DeadlineLayer::new().layer(service)
+}
+
+/// `rusqlite`: a retried query.
+#[cfg(feature = "rusqlite")]
+#[retry(deadline = "1s")]
+#[idempotent]
+pub fn rusqlite(db: &rusqlite::Connection) -> Result<i64, rusqlite::Error> {
+    db.query_row("SELECT 1", [], |row| row.get(0))
+}
+
+/// `anyhow`: a retried function that returns `anyhow::Result`.
+#[cfg(feature = "anyhow")]
+#[retry(deadline = "1s")]
+#[idempotent]
+pub async fn anyhow() -> anyhow::Result<u32> {
+    Ok(1)
+}
