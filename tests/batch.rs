@@ -8,8 +8,7 @@
 //! 64 since), and hold for any batch of more than 5 that does not divide 100.
 //!
 //! Every test has functions and a budget of its own, so that its counts are exact while
-//! the tests run in parallel. No function here waits between attempts: each test takes
-//! far less than the budget's 10 s window, so no count it reads has expired.
+//! the tests run in parallel. No function here waits between attempts.
 
 use std::io;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -17,7 +16,9 @@ use std::sync::mpsc;
 use std::thread;
 
 use persevere::__private::BATCH;
-use persevere::{BudgetSnapshot, RetryBudget, StatsSnapshot, idempotent, retry, stats};
+use persevere::{
+    BudgetSnapshot, RetryBudget, StatsSnapshot, idempotent, retry, seed_thread_rng, stats,
+};
 
 /// Calls a thread makes in the tests below: one full batch, and 8 left pending.
 const CALLS: u32 = BATCH + 8;
@@ -246,58 +247,56 @@ async fn attempts_of_one_call(down: bool) -> (io::Result<()>, u32) {
     (result, OUTAGE_ATTEMPTS.load(Ordering::SeqCst) - before)
 }
 
-// 100 successes put their full batches in the budget (96 with batches of 32, 64 with
-// 64) and leave the rest pending. The first failure deposits its own request and the
-// pending ones before asking for a retry: 101 requests allow the floor of 10 plus 10 %
-// of them, 20 retries, so the call makes 21 attempts and is then refused. A second
-// failing call, the 102nd request, is refused at once. No time passes (no waits, paused
-// clock): all of it is in one budget window.
-// Can fail: without the flush the first failure would count only the full batches and
-// itself (97 requests, or 65), for 19 retries (or 16); without batches the budget would
-// hold 100 requests before the outage.
+// 100 successes put their full batch in the budget and leave the rest pending. The first
+// failure deposits its own request and the pending ones before asking for a retry. No
+// time passes (no waits, paused clock), so the 101 requests are all in the budget's last
+// second, and it may hold 10 % of them: 10.1 tokens, which it does (its floor of 2 and
+// the 10.1 the requests earned, less what did not fit while they came in). The call makes
+// 10 retries on whole tokens, and asks for an 11th on the last tenth, which is granted
+// with a chance of one in ten (seeded here: refused). A second failing call, the 102nd
+// request, adds a tenth: refused at once, by the same chance.
+// Can fail: without the flush the first failure would find only the full batch and
+// itself, 6.5 tokens, for 6 or 7 retries; without batches the budget would hold the 100
+// requests before the outage.
 #[tokio::test(start_paused = true)]
 async fn a_first_failure_adds_the_pending_successes_before_asking_for_a_retry() {
+    seed_thread_rng(5);
     for _ in 0..100 {
         behind_outage(false).await.unwrap();
     }
     // Some successes must be pending for the flush to show.
     assert_ne!(100 % BATCH, 0);
     let full = n(100 / BATCH * BATCH);
+    let snapshot = outage_budget();
     assert_eq!(
-        outage_budget(),
-        BudgetSnapshot {
-            requests: full,
-            retries: 0,
-            refusals: 0
-        }
+        (snapshot.requests, snapshot.retries, snapshot.refusals),
+        (full, 0, 0)
     );
+    assert_eq!(snapshot.tokens, full as f64 / 10.0);
 
     let (result, attempts) = attempts_of_one_call(true).await;
     assert_eq!(result.unwrap_err().kind(), io::ErrorKind::ConnectionReset);
-    assert_eq!(attempts, 21);
-    assert_eq!(
-        outage_budget(),
-        BudgetSnapshot {
-            requests: 101,
-            retries: 20,
-            refusals: 1
-        }
-    );
+    assert_eq!(attempts, 11);
+    assert_budget(101, 10, 1, 0.1);
 
     let (result, attempts) = attempts_of_one_call(true).await;
     result.unwrap_err();
     assert_eq!(attempts, 1);
-    assert_eq!(
-        outage_budget(),
-        BudgetSnapshot {
-            requests: 102,
-            retries: 20,
-            refusals: 2
-        }
-    );
+    assert_budget(102, 10, 2, 0.2);
 
     let s = stats_of("behind_outage");
     assert_eq!((s.requests, s.succeeded), (102, 100));
-    assert_eq!((s.attempts, s.retries), (100 + 21 + 1, 20));
+    assert_eq!((s.attempts, s.retries), (100 + 11 + 1, 10));
     assert_eq!(s.failed.budget_refused, 2);
+}
+
+/// Checks what `OUTAGE` has counted and holds (to a millionth of a token).
+fn assert_budget(requests: u64, retries: u64, refusals: u64, tokens: f64) {
+    let snapshot: BudgetSnapshot = outage_budget();
+    assert_eq!(
+        (snapshot.requests, snapshot.retries, snapshot.refusals),
+        (requests, retries, refusals),
+        "{snapshot:?}"
+    );
+    assert!((snapshot.tokens - tokens).abs() < 1e-6, "{snapshot:?}");
 }

@@ -146,7 +146,7 @@ async fn transient_error_that_clears_is_retried() {
     assert_eq!(probe.elapsed(), ms(300));
 }
 
-#[retry(deadline = "1h", attempts = 4, base = "100ms", jitter = "none")]
+#[retry(deadline = "1h", attempts = 4, base = "100ms", jitter = "none", budget = UNLIMITED)]
 #[idempotent]
 async fn four_attempts(probe: &Probe) -> Result<u32, TestError> {
     Err(TestError::Transient(probe.enter()))
@@ -228,7 +228,7 @@ async fn no_attempt_starts_after_the_deadline_when_the_timer_is_late() {
     assert!(probe.elapsed() > ms(30), "{:?}", probe.elapsed());
 }
 
-#[retry(jitter = "none", base = "100ms", cap = "1s", attempts = 6)]
+#[retry(jitter = "none", base = "100ms", cap = "1s", attempts = 6, budget = UNLIMITED)]
 #[idempotent]
 async fn no_jitter(probe: &Probe) -> Result<u32, TestError> {
     Err(TestError::Transient(probe.enter()))
@@ -245,11 +245,11 @@ async fn no_jitter_waits_double_up_to_the_cap() {
     assert_eq!(probe.elapsed(), ms(2500));
 }
 
-/// For the tests that make many calls to one function: each `#[retry]` function
-/// otherwise has a retry budget of its own (10 % of requests plus 10 retries per 10 s),
-/// which those calls would spend, ending calls early for a reason that is not the one
-/// under test. The other functions keep their default budget: none of them makes
-/// more retries, over this whole file, than the budget's floor of 10.
+/// For the tests that make many calls to one function, or more than two retries in one
+/// call: each `#[retry]` function otherwise has a retry budget of its own (10 % of
+/// requests plus a reserve of 2), which those calls would spend, ending calls early for a
+/// reason that is not the one under test. The other functions keep their default budget:
+/// none of them makes more than 2 retries, over this whole file.
 static UNLIMITED: RetryBudget = RetryBudget::unlimited();
 
 const JITTER_BASE: Duration = ms(100);
@@ -665,7 +665,7 @@ struct Counter {
 }
 
 impl Counter {
-    #[retry(base = "10ms", jitter = "none")]
+    #[retry(base = "10ms", jitter = "none", budget = UNLIMITED)]
     #[idempotent]
     async fn bump(&mut self) -> Result<u32, TestError> {
         self.attempts += 1;
@@ -677,7 +677,7 @@ impl Counter {
     }
 }
 
-#[retry(base = "10ms", jitter = "none")]
+#[retry(base = "10ms", jitter = "none", budget = UNLIMITED)]
 #[idempotent]
 async fn generic<T: Clone + std::fmt::Debug>(probe: &Probe, value: T) -> Result<T, TestError> {
     let attempt = probe.enter();

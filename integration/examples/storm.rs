@@ -2,13 +2,14 @@
 //! limited capacity that goes down for a while.
 //!
 //! ```text
-//! cargo run --release --example storm -- [--clients N] [--outage SECS] [--capacity RPS]
-//!                                        [--seed S] [--svg PATH] [--shared]
+//! cargo run --release -p persevere-integration --example storm -- [--clients N]
+//!     [--outage SECS] [--fail P] [--capacity RPS] [--seed S] [--svg PATH] [--shared]
 //! ```
 //!
 //! A fleet of clients (1,000 by default) each start one call a second. The dependency
 //! serves at most `--capacity` requests a second (1,200 by default) and turns the rest
-//! away with a 503; from t = 20 s it fails every request for `--outage` seconds (60).
+//! away with a 503; from t = 20 s it fails every request for `--outage` seconds (60), or
+//! with `--fail P` a share P of them, at random (0.5: half; 0.01: a blip).
 //! Every call goes through persevere's real runtime (`persevere::retry` with the
 //! defaults: deadline 30 s, 6 attempts, base 200 ms, cap 20 s) under tokio's paused
 //! clock, so the two minutes of each strategy pass in a moment and a seed fixes them.
@@ -17,8 +18,8 @@
 //! `--shared` puts the whole fleet in one process behind one of each.
 //!
 //! `--svg PATH` plots the load on the dependency over time, one panel per strategy;
-//! `docs/storm.svg` is this plot with the defaults, which take about 4 s to run in
-//! release (25 s unoptimised).
+//! `docs/storm.svg` is this plot with the defaults, which take about 2 s to run in
+//! release (25 s unoptimised), and `docs/storm-degraded.svg` with `--fail 0.5`.
 
 use std::process::ExitCode;
 use std::rc::Rc;
@@ -41,7 +42,8 @@ use sim::{Report, Timeline, World};
 enum Guard {
     /// Nothing: every call makes all the attempts its policy allows.
     Nothing,
-    /// The default retry budget: retries up to 10 % of calls, plus 10 per 10 s.
+    /// The default retry budget: retries up to 10 % of calls, plus a reserve of 2, and
+    /// half a retry back for each retried call that succeeds.
     Budget,
     /// The default circuit breaker (opens after 5 failures in a row, for 30 s, then one
     /// probe), and no budget.
@@ -150,6 +152,7 @@ fn main() -> ExitCode {
         }
     };
     let world = World {
+        fail: options.fail,
         clients: options.clients,
         timeline: Timeline {
             warmup: 20,
@@ -169,8 +172,13 @@ fn main() -> ExitCode {
     } else {
         "a budget or breaker per client"
     };
+    let down = if options.fail >= 1.0 {
+        "down".to_owned()
+    } else {
+        format!("failing {}% of requests", 100.0 * options.fail)
+    };
     let caption = format!(
-        "{} clients x 1 call/s, capacity {}/s, down from t = {} s to {} s; {scope}; seed {}",
+        "{} clients x 1 call/s, capacity {}/s, {down} from t = {} s to {} s; {scope}; seed {}",
         world.clients,
         options.capacity,
         timeline.warmup,
@@ -183,17 +191,27 @@ fn main() -> ExitCode {
          RetryBudget::new(); breaker: CircuitBreaker::new(), no budget\n"
     );
     println!(
-        "{:<24} {:>9} {:>17} {:>7} {:>8} {:>8} {:>8}",
-        "strategy", "attempts", "in outage (x)", "peak/s", "settled", "done", "success"
+        "{:<24} {:>9} {:>17} {:>7} {:>7} {:>8} {:>8} {:>8} {:>8}",
+        "strategy",
+        "attempts",
+        "in outage (x)",
+        "peak/s",
+        "then",
+        "success",
+        "settled",
+        "done",
+        "overall"
     );
     for (strategy, report) in &runs {
         println!(
-            "{:<24} {:>9} {:>9} ({:>5.2}) {:>7} {:>7.1}s {:>7.1}s {:>7.2}%",
+            "{:<24} {:>9} {:>9} ({:>5.2}) {:>7} {:>7} {:>7.2}% {:>7.1}s {:>7.1}s {:>7.2}%",
             strategy.name,
             report.attempts(),
             report.outage_attempts(),
             report.amplification(),
-            report.peak(),
+            report.outage_peak(),
+            report.outage_peak_after(2),
+            100.0 * report.outage_success_rate(),
             report.settled().as_secs_f64(),
             report.outage_calls_done().as_secs_f64(),
             100.0 * report.success_rate()
@@ -201,10 +219,11 @@ fn main() -> ExitCode {
     }
     println!(
         "\nattempts: requests that reached the dependency; in outage: those during the \
-         outage, (x) per call started in it;\npeak/s: most in one second; after recovery, \
-         settled: until no call retries or fails, done: until every call started\nin the \
-         outage has returned; success: calls that returned Ok (clients start calls until \
-         t = {} s).",
+         outage, (x) per call started in it;\npeak/s: most in one second of the outage; \
+         then: most in one second after its first two; success: calls started in the\n\
+         outage that returned Ok; after recovery, settled: until no call retries or fails, \
+         done: until every call\nstarted in the outage has returned; overall: calls that \
+         returned Ok, of all the run's (clients start calls until t = {} s).",
         timeline.end()
     );
     if let Some(path) = &options.svg {

@@ -23,8 +23,9 @@
 //!
 //! What this costs the budget: requests are counted up to `BATCH - 1` calls late per
 //! thread and function, and at the time they are added rather than when they were made.
-//! So a thread that made a few calls long ago and then fails adds requests older than the
-//! window, at most `BATCH - 1` of them: 6 more retries at the default 10 %.
+//! So a thread that made a few calls long ago and then fails adds them as requests of
+//! the last second, which the budget may hold in full: at most `BATCH - 1` of them, 6
+//! more retries at the default 10 %.
 //!
 //! A function has a slot once its policy has statistics (every `#[retry]` function's
 //! does; a `Policy` of your own for `retry_fn` has them if you give it a

@@ -187,6 +187,7 @@ impl<'p, C: Clock> Call<'p, C> {
             first_try_success::<C>(policy);
             return;
         }
+        policy.budget().retry_succeeded(C::now());
         if let Some(stats) = policy.stats() {
             stats.record_success(attempts);
         }

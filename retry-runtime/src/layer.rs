@@ -223,10 +223,18 @@ pub(crate) fn mark_inner_failure() {
 ///
 /// ```
 /// use std::{io, time::Duration};
-/// use persevere_runtime::{Policy, nested_failure_handled, retry_blocking};
+/// use persevere_runtime::{Policy, RetryBudget, nested_failure_handled, retry_blocking};
 ///
-/// static CACHE: Policy = Policy::new().with_attempts(2).with_base(Duration::from_millis(1));
-/// static LOOKUP: Policy = Policy::new().with_attempts(3).with_base(Duration::from_millis(1));
+/// // Four retries in a row: more than a quiet process's default budget holds.
+/// static NO_LIMIT: RetryBudget = RetryBudget::unlimited();
+/// static CACHE: Policy = Policy::new()
+///     .with_attempts(2)
+///     .with_base(Duration::from_millis(1))
+///     .with_budget(&NO_LIMIT);
+/// static LOOKUP: Policy = Policy::new()
+///     .with_attempts(3)
+///     .with_base(Duration::from_millis(1))
+///     .with_budget(&NO_LIMIT);
 ///
 /// fn from_cache() -> io::Result<String> {
 ///     retry_blocking(&CACHE, || Err(io::ErrorKind::ConnectionReset.into()))

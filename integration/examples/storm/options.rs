@@ -1,12 +1,15 @@
-//! The command line of the storm example, parsed by hand: six flags need no crate.
+//! The command line of the storm example, parsed by hand: seven flags need no crate.
 
 use std::path::PathBuf;
 
 pub const USAGE: &str = "\
-usage: storm [--clients N] [--outage SECS] [--capacity RPS] [--seed S] [--svg PATH] [--shared]
+usage: storm [--clients N] [--outage SECS] [--fail P] [--capacity RPS] [--seed S] [--svg PATH]
+             [--shared]
 
   --clients N       clients, each starting one call a second (default 1000)
-  --outage SECS     how long the dependency fails every request, from t = 20 s (default 60)
+  --outage SECS     how long the dependency fails, from t = 20 s (default 60)
+  --fail P          the share of requests it fails then, each at random: 1 is a total
+                    outage, 0.5 fails half of them (default 1)
   --capacity RPS    requests it serves a second at most; the rest get a 503 (default 1200)
   --seed S          seed of the jitter; the same seed gives the same run (default 1)
   --svg PATH        write a plot of the load over time, one panel per strategy
@@ -18,6 +21,7 @@ usage: storm [--clients N] [--outage SECS] [--capacity RPS] [--seed S] [--svg PA
 pub struct Options {
     pub clients: u32,
     pub outage: u64,
+    pub fail: f64,
     pub capacity: u32,
     pub seed: u64,
     pub svg: Option<PathBuf>,
@@ -30,6 +34,7 @@ impl Options {
         let mut options = Options {
             clients: 1000,
             outage: 60,
+            fail: 1.0,
             capacity: 1200,
             seed: 1,
             svg: None,
@@ -50,6 +55,7 @@ impl Options {
             match flag.as_str() {
                 "--clients" => options.clients = number(&flag, &value()?, 1)?,
                 "--outage" => options.outage = number(&flag, &value()?, 0)?,
+                "--fail" => options.fail = fraction(&flag, &value()?)?,
                 "--capacity" => options.capacity = number(&flag, &value()?, 1)?,
                 "--seed" => options.seed = number(&flag, &value()?, 0)?,
                 "--svg" => options.svg = Some(PathBuf::from(value()?)),
@@ -72,5 +78,12 @@ fn number<T: std::str::FromStr + PartialOrd + From<u8>>(
         _ => Err(format!(
             "{flag} takes a whole number of at least {least}, not `{text}`"
         )),
+    }
+}
+
+fn fraction(flag: &str, text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(p) if (0.0..=1.0).contains(&p) => Ok(p),
+        _ => Err(format!("{flag} takes a number from 0 to 1, not `{text}`")),
     }
 }

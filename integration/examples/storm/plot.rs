@@ -55,10 +55,11 @@ pub fn draw(path: &Path, caption: &str, panels: &[Panel<'_>]) -> Result<(), Box<
         let mut chart = ChartBuilder::on(cell)
             .caption(
                 format!(
-                    "{}: {:.2}x in outage, {:.1}% ok",
+                    "{}: {:.2}x in outage, peak {}/s, {:.1}% ok",
                     panel.title,
                     report.amplification(),
-                    100.0 * report.success_rate()
+                    report.outage_peak(),
+                    100.0 * report.outage_success_rate()
                 ),
                 ("sans-serif", 17),
             )

@@ -1,10 +1,11 @@
 //! The world that `examples/storm.rs` and `benches/fleet.rs` simulate: a fleet of
 //! clients, each calling one dependency once a second, and the dependency, which is down
-//! for a while and serves at most so many requests a second.
+//! or degraded for a while and serves at most so many requests a second.
 //!
 //! Everything runs on one thread under tokio's paused clock: minutes of it pass in
-//! moments, and the seed of the jitter generator fixes the whole run. The clients go
-//! through persevere's real runtime; only the dependency and the clock are simulated.
+//! moments, and one seed fixes the whole run: the jitter and the dependency's random
+//! failures. The clients go through persevere's real runtime; only the dependency and the
+//! clock are simulated.
 
 use std::cell::{Cell, RefCell};
 use std::fmt;
@@ -13,6 +14,8 @@ use std::rc::Rc;
 use std::time::Duration;
 
 use persevere::{AttemptTimedOut, CircuitOpen, Class, Classify, Policy};
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
 use tokio::task::LocalSet;
 use tokio::time::Instant;
 
@@ -22,7 +25,7 @@ pub struct Timeline {
     /// Normal service first, so that retry budgets have a window of traffic behind them
     /// when the outage starts, as in a fleet that has been up for a while.
     pub warmup: u64,
-    /// How long every request fails.
+    /// How long the dependency is down (or degraded: see [`World::fail`]).
     pub outage: u64,
     /// How long the clients go on calling after the dependency is back.
     pub tail: u64,
@@ -39,7 +42,8 @@ impl Timeline {
         self.recovery() + self.tail
     }
 
-    fn is_down(&self, at: Duration) -> bool {
+    /// Whether `at` is in the outage.
+    pub fn in_outage(&self, at: Duration) -> bool {
         (self.warmup..self.recovery()).contains(&at.as_secs())
     }
 }
@@ -54,12 +58,15 @@ pub struct World {
     /// The most requests the dependency serves in one second; the rest fail as
     /// overloaded, like a 503. `None` for no limit.
     pub capacity: Option<u32>,
+    /// The share of requests that fail during the outage, each at random: 1.0 for a
+    /// total outage, 0.5 for a dependency that fails half of them.
+    pub fail: f64,
 }
 
 /// Why an attempt, or a whole call, failed.
 #[derive(Debug)]
 pub enum Failure {
-    /// The dependency is down.
+    /// The dependency is down (or failed this request at random, when degraded).
     Down,
     /// The dependency is up but has served its capacity for this second.
     Overloaded,
@@ -130,8 +137,11 @@ impl Second {
 pub struct Dependency {
     world: World,
     start: Instant,
+    /// Which requests fail when the dependency is degraded; seeded from the run's seed.
+    failures: RefCell<SmallRng>,
     seconds: RefCell<Vec<Second>>,
     succeeded: Cell<u64>,
+    outage_succeeded: Cell<u64>,
     last_retry: Cell<Option<Duration>>,
     last_failed_call: Cell<Option<Duration>>,
     last_end: Cell<Duration>,
@@ -139,12 +149,15 @@ pub struct Dependency {
 }
 
 impl Dependency {
-    fn new(world: World) -> Self {
+    fn new(world: World, seed: u64) -> Self {
         Self {
             world,
             start: Instant::now(),
+            // A stream apart from the jitter's, not drawn from in a total outage.
+            failures: RefCell::new(SmallRng::seed_from_u64(seed ^ 0x9e37_79b9_7f4a_7c15)),
             seconds: RefCell::default(),
             succeeded: Cell::new(0),
+            outage_succeeded: Cell::new(0),
             last_retry: Cell::new(None),
             last_failed_call: Cell::new(None),
             last_end: Cell::new(Duration::ZERO),
@@ -161,7 +174,7 @@ impl Dependency {
         if retry {
             self.last_retry.set(Some(now));
         }
-        let down = self.world.timeline.is_down(now);
+        let down = self.world.timeline.in_outage(now) && self.fails_at_random();
         let capacity = self.world.capacity.unwrap_or(u32::MAX);
         self.in_second(now, |second| {
             if retry {
@@ -179,6 +192,13 @@ impl Dependency {
                 Ok(())
             }
         })
+    }
+
+    /// Whether a request made during the outage fails: always in a total outage, else at
+    /// random with probability [`World::fail`].
+    fn fails_at_random(&self) -> bool {
+        let fail = self.world.fail;
+        fail >= 1.0 || (fail > 0.0 && self.failures.borrow_mut().random_bool(fail))
     }
 
     fn in_second<T>(&self, at: Duration, f: impl FnOnce(&mut Second) -> T) -> T {
@@ -200,11 +220,15 @@ impl Dependency {
     fn ended(&self, started: Duration, succeeded: bool) {
         let now = self.start.elapsed();
         self.last_end.set(now);
-        if self.world.timeline.is_down(started) {
+        let in_outage = self.world.timeline.in_outage(started);
+        if in_outage {
             self.last_end_of_outage_call.set(now);
         }
         if succeeded {
             self.succeeded.set(self.succeeded.get() + 1);
+            if in_outage {
+                self.outage_succeeded.set(self.outage_succeeded.get() + 1);
+            }
         } else {
             self.last_failed_call.set(Some(now));
         }
@@ -215,6 +239,7 @@ impl Dependency {
             world: self.world,
             seconds: self.seconds.take(),
             succeeded: self.succeeded.get(),
+            outage_succeeded: self.outage_succeeded.get(),
             last_retry: self.last_retry.get(),
             last_failed_call: self.last_failed_call.get(),
             last_end: self.last_end.get(),
@@ -247,7 +272,7 @@ where
     persevere::seed_thread_rng(seed);
     let local = LocalSet::new();
     let dependency = local.block_on(&runtime, async {
-        let dependency = Rc::new(Dependency::new(world));
+        let dependency = Rc::new(Dependency::new(world, seed));
         let spacing = Duration::from_secs(1) / world.clients.max(1);
         for second in 0..world.timeline.end() {
             for client in 0..world.clients {
@@ -278,6 +303,8 @@ pub struct Report {
     pub seconds: Vec<Second>,
     /// Calls that returned `Ok`.
     pub succeeded: u64,
+    /// Calls started during the outage that returned `Ok`.
+    pub outage_succeeded: u64,
     /// When the last retry reached the dependency.
     pub last_retry: Option<Duration>,
     /// When the last call that failed returned.
@@ -325,6 +352,27 @@ impl Report {
     /// The most attempts that reached the dependency in one second.
     pub fn peak(&self) -> u32 {
         self.seconds.iter().map(Second::load).max().unwrap_or(0)
+    }
+
+    /// The most attempts that reached the dependency in one second of the outage.
+    pub fn outage_peak(&self) -> u32 {
+        self.outage_peak_after(0)
+    }
+
+    /// The most attempts that reached the dependency in one second of the outage after
+    /// its first `skip` seconds.
+    pub fn outage_peak_after(&self, skip: usize) -> u32 {
+        let outage = self.outage();
+        outage[skip.min(outage.len())..]
+            .iter()
+            .map(Second::load)
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// The share of the calls started during the outage that succeeded.
+    pub fn outage_success_rate(&self) -> f64 {
+        self.outage_succeeded as f64 / self.outage_calls().max(1) as f64
     }
 
     /// The share of calls that succeeded.
