@@ -24,7 +24,8 @@
 
 pub use persevere_macros::{Classify, idempotent, retry};
 // `http`, `reqwest`, `rusqlite` and `tower`, as the runtime was built with them (the
-// features of the same names here turn them on there).
+// features of the same names here turn them on there); none, without those features.
+#[allow(unused_imports)]
 pub use persevere_runtime::integrations::*;
 pub use persevere_runtime::{
     AttemptTimedOut, Backoff, BeforeWait, BreakerSnapshot, BreakerState, BudgetSnapshot,

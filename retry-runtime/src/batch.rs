@@ -229,6 +229,18 @@ pub(crate) fn flush(slot: usize, now: CompactInstant) {
 }
 
 /// Adds this thread's pending successes in `slot` to the statistics, for a read.
+/// Drops this thread's pending count of the slot's first-try successes.
+pub(crate) fn discard(slot: usize) {
+    LEFT.with(|left| {
+        SLOTS_OF_THIS_THREAD.with(|slots| {
+            if let (Some(left), Some(slot)) = (left.get(slot), slots.get(slot)) {
+                take_pending(left);
+                slot.counted.set(0);
+            }
+        })
+    });
+}
+
 pub(crate) fn count(slot: usize) {
     LEFT.with(|left| {
         SLOTS_OF_THIS_THREAD.with(|slots| {

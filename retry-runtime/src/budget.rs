@@ -179,6 +179,26 @@ impl RetryBudget {
     }
 
     /// Records that a call which retried succeeded at `now`: it gives back half a retry.
+    /// Gives back the token of a retry that was granted but not made: the deadline
+    /// passed, or the breaker opened, during its wait.
+    pub(crate) fn retry_not_made(&self, now: Instant) {
+        if self.floor.is_some() {
+            self.earn(PPM, self.epochs.epoch(now));
+        }
+        self.retries.fetch_sub(1, Ordering::Relaxed);
+    }
+
+    /// Forgets every request and retry, and refills the reserve: the budget as made.
+    pub(crate) fn reset(&self) {
+        self.recent.clear();
+        if let Some(floor) = self.floor {
+            self.balance.store(floor, Ordering::Release);
+        }
+        self.requests.store(0, Ordering::Relaxed);
+        self.retries.store(0, Ordering::Relaxed);
+        self.refusals.store(0, Ordering::Relaxed);
+    }
+
     pub(crate) fn retry_succeeded(&self, now: Instant) {
         self.earn(REFUND, self.epochs.epoch(now));
     }

@@ -267,7 +267,7 @@ impl Site {
         Self {
             policy: policy.with_stats(&this.stats),
             budget: RetryBudget::new(),
-            stats: RetryStats::new(name),
+            stats: RetryStats::new(name).with_budget(policy.budget()),
         }
     }
 }

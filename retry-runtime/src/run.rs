@@ -148,17 +148,22 @@ impl<'p, C: Clock> Run<'p, C> {
     /// meanwhile or the breaker opened, and the call returns its last failure.
     fn resume(&mut self) -> bool {
         let call = self.call.as_mut().expect("a wait follows a failure");
-        let Some(frame) = call.resume() else {
-            return false;
+        let made = match call.resume() {
+            Some(frame) => {
+                self.frame = frame;
+                call.admit().is_ok()
+            }
+            None => false,
         };
-        self.frame = frame;
-        if call.admit().is_err() {
-            return false;
+        if made {
+            if let Some(stats) = self.policy.stats() {
+                stats.record_retry();
+            }
+        } else {
+            // The budget granted this retry before its wait; it is not made.
+            self.policy.budget().retry_not_made(C::now());
         }
-        if let Some(stats) = self.policy.stats() {
-            stats.record_retry();
-        }
-        true
+        made
     }
 }
 

@@ -25,6 +25,7 @@ use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
 use crate::batch;
+use crate::budget::RetryBudget;
 use crate::give_up::GiveUp;
 
 /// Buckets of the attempts-to-success distribution: 1, 2, 3, 4, 5, 6-10, 11 or more.
@@ -60,6 +61,8 @@ pub struct RetryStats {
     waited_nanos: AtomicU64,
     /// Attempts made after a call's first: counted as they start.
     retries: AtomicU64,
+    /// The function's retry budget, refilled by [`reset`].
+    budget: Option<&'static RetryBudget>,
     #[cfg(feature = "metrics")]
     labels: MetricLabels,
 }
@@ -147,8 +150,38 @@ impl RetryStats {
             failed_attempts: AtomicU64::new(0),
             waited_nanos: AtomicU64::new(0),
             retries: AtomicU64::new(0),
+            budget: None,
             #[cfg(feature = "metrics")]
             labels: MetricLabels::new(name),
+        }
+    }
+
+    /// The same statistics, of a function whose retry budget is `budget`: [`reset`]
+    /// refills it with them.
+    pub const fn with_budget(mut self, budget: &'static RetryBudget) -> Self {
+        self.budget = Some(budget);
+        self
+    }
+
+    /// Zeroes the counters, refills the function's budget, and drops this thread's
+    /// pending count of its first-try successes.
+    fn reset(&self) {
+        if let Some(slot) = self.slot() {
+            batch::discard(slot);
+        }
+        let zero = |c: &AtomicU64| c.store(0, Ordering::Relaxed);
+        self.succeeded.iter().for_each(zero);
+        self.failed.iter().for_each(zero);
+        for counter in [
+            &self.retried_success_attempts,
+            &self.failed_attempts,
+            &self.waited_nanos,
+            &self.retries,
+        ] {
+            zero(counter);
+        }
+        if let Some(budget) = self.budget {
+            budget.reset();
         }
     }
 
@@ -287,6 +320,31 @@ impl RetryStats {
 pub fn all() -> Report {
     let registry = REGISTRY.lock().unwrap_or_else(PoisonError::into_inner);
     Report(registry.iter().map(|s| s.snapshot()).collect())
+}
+
+/// Forgets what every retried function called so far has done: zeroes its statistics
+/// and refills its retry budget (the function's own, or the one it names with
+/// `budget = ...`), as at the start of the process.
+///
+/// For tests: a function's default budget is shared by every call in the process, so
+/// one test's outage can drain the budget of the next test that calls the same function,
+/// and its statistics add up across tests. Call it at the start of a test that counts.
+/// Tests run in parallel threads by default, and two tests calling the same function at
+/// once share its budget whatever this does: run those with `--test-threads=1`, or give
+/// the function under test a budget of its own per test (`budget = ...`).
+///
+/// Only the pending first-try successes of the calling thread are dropped; other
+/// threads' are added when their batches fill.
+///
+/// ```
+/// persevere_runtime::stats::reset();
+/// assert!(persevere_runtime::stats::all().0.iter().all(|s| s.requests == 0));
+/// ```
+pub fn reset() {
+    let registry = REGISTRY.lock().unwrap_or_else(PoisonError::into_inner);
+    for stats in registry.iter() {
+        stats.reset();
+    }
 }
 
 /// The snapshot of the function whose path is `function` (e.g.

@@ -1,0 +1,45 @@
+//! Tests can start from a clean slate: `persevere::stats::reset()` refills every retried
+//! function's budget and zeroes its statistics, so one test's outage does not drain the
+//! budget of the next test that calls the same function.
+
+use std::io;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use persevere::{idempotent, retry};
+
+static CALLS: AtomicU32 = AtomicU32::new(0);
+
+// The default budget: a reserve of 2 retries, and a tenth of a retry per request.
+#[retry(base = "1ms", jitter = "none")]
+#[idempotent]
+async fn down() -> io::Result<u32> {
+    CALLS.fetch_add(1, Ordering::SeqCst);
+    Err(io::ErrorKind::ConnectionReset.into())
+}
+
+/// The attempts one call of `down` makes.
+async fn attempts_of_one_call() -> u32 {
+    let before = CALLS.load(Ordering::SeqCst);
+    assert!(down().await.is_err());
+    CALLS.load(Ordering::SeqCst) - before
+}
+
+// Can fail: without the reset, the drained budget leaves the call one attempt.
+#[tokio::test(start_paused = true)]
+async fn reset_refills_a_drained_budget_and_zeroes_the_statistics() {
+    // An outage drains the reserve: the first call retries twice, and soon a call is
+    // refused any retry (a tenth of a token per request grants one now and then).
+    assert_eq!(attempts_of_one_call().await, 3);
+    let mut calls = 1;
+    while attempts_of_one_call().await > 1 {
+        calls += 1;
+        assert!(calls < 50, "the budget never ran dry");
+    }
+    let stats = persevere::stats::get("down").expect("called");
+    assert_eq!(stats.requests, calls + 1);
+
+    persevere::stats::reset();
+    let stats = persevere::stats::get("down").expect("still registered");
+    assert_eq!((stats.requests, stats.attempts, stats.retries), (0, 0, 0));
+    assert_eq!(attempts_of_one_call().await, 3);
+}
