@@ -46,7 +46,7 @@ const REFUND: i64 = PPM / 2;
 /// that calls one dependency, and it is lock-free: a retry takes two atomic updates (the
 /// balance and the count of retries), and nothing is allocated. A `#[retry]` call that succeeds at once does not
 /// touch the budget: each thread counts those and deposits them 64 at a time, or sooner
-/// when one of its calls fails (see [`crate::batch`]).
+/// when one of its calls fails (see [`crate::stats`]).
 ///
 /// ```
 /// use persevere_runtime::RetryBudget;

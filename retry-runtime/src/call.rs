@@ -300,7 +300,7 @@ fn breaker_is_open(policy: &Policy, now: std::time::Instant) -> bool {
 }
 
 /// Counts a call of `policy` that succeeded at its first attempt, in its thread's batch
-/// (see [`crate::batch`]) if its function has a slot, else in its budget and statistics
+/// (see [`crate::stats`]) if its function has a slot, else in its budget and statistics
 /// at once. The only count a call without state makes.
 #[cfg_attr(not(debug_assertions), inline(always))]
 pub(crate) fn first_try_success<C: Clock>(policy: &Policy) {

@@ -3,7 +3,7 @@
 //!
 //! Every retried call goes through here, from `#[retry]` or from [`retry_fn`] and
 //! [`retry_blocking`]: the attempts are made, polled in the call's layer, cut at their
-//! time limit, and after each the call's state ([`Call`]) decides what follows. Three
+//! time limit, and after each the call's state (`Call`) decides what follows. Three
 //! shapes reach the same loop:
 //!
 //! - [`Retrying`], a future that makes each attempt with a closure: an `async fn` under
@@ -35,7 +35,7 @@ use crate::timeout::AttemptTimedOut;
 /// A retried call as the driver runs it: its policy, the frame of the attempt in flight,
 /// and its state once it needs one.
 ///
-/// A call that succeeds at its first attempt has no state ([`Call`]) at all: its frame
+/// A call that succeeds at its first attempt has no state (`Call`) at all: its frame
 /// (a word) and its policy are all it needs. The state is made when the call first
 /// fails, or at its first poll when its clock must start at once (inside an enclosing
 /// deadline, or with a breaker to ask or an attempt timeout to set).

@@ -41,7 +41,7 @@ const NO_SLOT: u32 = u32::MAX;
 
 /// The counters of one retried function. Lock-free; a `#[retry]` call that succeeds at
 /// once does not touch them: each thread counts those and adds them 64 at a time (see
-/// [`crate::batch`]), and a read on a thread first adds what that thread has pending.
+/// [`crate::stats`]), and a read on a thread first adds what that thread has pending.
 #[derive(Debug)]
 pub struct RetryStats {
     name: &'static str,
@@ -277,7 +277,7 @@ impl RetryStats {
     /// A copy of the counters. Each counter is read once, without a lock, so a snapshot
     /// taken while calls run may be a few calls out between counters. First-try
     /// successes pending on this thread are added first; those pending on other threads
-    /// are not (see [`crate::batch`]).
+    /// are not (see [`crate::stats`]).
     pub fn snapshot(&self) -> StatsSnapshot {
         if let Some(slot) = self.slot() {
             batch::count(slot);

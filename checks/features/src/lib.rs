@@ -18,10 +18,12 @@ pub fn tracing() -> persevere::stats::Report {
     persevere::stats::all()
 }
 
-/// `metrics`: the labels persevere's metrics carry.
+/// `metrics`: a retried function, whose calls are counted through the `metrics` facade.
 #[cfg(feature = "metrics")]
-pub fn metrics() -> persevere::telemetry::MetricLabels {
-    persevere::telemetry::MetricLabels::new("checks::metrics")
+#[persevere::retry]
+#[persevere::idempotent]
+pub async fn metrics() -> std::io::Result<u32> {
+    Ok(1)
 }
 
 /// `http`: statuses and `Retry-After`.
