@@ -97,12 +97,6 @@ impl Frame {
         }
     }
 
-    /// Whether the call of an unstarted frame must begin at its first poll.
-    #[cfg_attr(not(debug_assertions), inline(always))]
-    pub(crate) fn begins_at_once(&self) -> bool {
-        self.0 & Self::BEGINS_AT_ONCE != 0
-    }
-
     /// When the clock started, for a layer whose deadline is `offset` nanoseconds
     /// (`u64::MAX` for none) after its start: `None` if it has not.
     #[inline]
@@ -116,12 +110,6 @@ impl Frame {
         }
         let ticks = instant.ticks().saturating_sub(offset).max(1);
         Some(CompactInstant(NonZeroU64::new(ticks).expect("at least 1")))
-    }
-
-    /// Whether the layer's clock has started.
-    #[cfg_attr(not(debug_assertions), inline(always))]
-    pub(crate) fn is_started(&self) -> bool {
-        self.0 & Self::STARTED != 0
     }
 
     /// Whether a failure came out of a nested `#[retry]` call.
@@ -274,10 +262,15 @@ impl Entered {
         }
     }
 
-    /// Whether the frame this one replaced, the enclosing layer's, has a deadline.
+    /// Whether the call whose frame, `frame`, was just installed must begin now: its
+    /// clock has not started, and the enclosing layer has a deadline or the call must
+    /// begin at its first poll. One test: the enclosing frame's deadline is moved onto
+    /// the bit that says "begins at once" (measured with `callgrind.sh`).
     #[cfg_attr(not(debug_assertions), inline(always))]
-    pub(crate) fn outer_has_deadline(&self) -> bool {
-        self.previous.has_deadline()
+    pub(crate) fn must_begin(&self, frame: Frame) -> bool {
+        const _: () = assert!(Frame::NO_DEADLINE << 1 == Frame::BEGINS_AT_ONCE);
+        let wanted = frame.0 | ((!self.previous.0 & Frame::NO_DEADLINE) << 1);
+        wanted & (Frame::BEGINS_AT_ONCE | Frame::STARTED) == Frame::BEGINS_AT_ONCE
     }
 
     /// Puts the previous frame back: the frame as the code inside left it.

@@ -44,48 +44,42 @@ impl AttemptLimit for NoLimit {
 }
 
 pin_project_lite::pin_project! {
-    /// The limit of an attempt, on tokio's timer.
-    #[project = TimerProj]
-    pub enum Timer {
-        /// Not set yet.
-        Unset,
-        /// No limit: the policy sets none.
-        Off,
-        /// Set: the attempt is cut when `sleep` fires.
-        Set {
-            #[pin]
-            sleep: tokio::time::Sleep,
-            limit: Duration,
-        },
+    /// The limit of an attempt, on tokio's timer: no timer until it is armed, and none
+    /// for an attempt without a limit. (A timer beside a flag, rather than an enum of
+    /// the three states, so that dropping an attempt that never waited tests one word.)
+    pub struct Timer {
+        #[pin]
+        sleep: Option<tokio::time::Sleep>,
+        limit: Duration,
+        armed: bool,
     }
 }
 
 impl AttemptLimit for Timer {
     fn unset() -> Self {
-        Timer::Unset
+        Timer {
+            sleep: None,
+            limit: Duration::ZERO,
+            armed: false,
+        }
     }
 
     fn needs_arming(&self) -> bool {
-        matches!(self, Timer::Unset)
+        !self.armed
     }
 
-    fn arm(mut self: Pin<&mut Self>, limit: Option<Duration>) {
-        Pin::set(
-            &mut self,
-            match limit {
-                Some(limit) => Timer::Set {
-                    sleep: tokio::time::sleep(limit),
-                    limit,
-                },
-                None => Timer::Off,
-            },
-        );
+    fn arm(self: Pin<&mut Self>, limit: Option<Duration>) {
+        let mut this = self.project();
+        *this.armed = true;
+        if let Some(limit) = limit {
+            *this.limit = limit;
+            this.sleep.set(Some(tokio::time::sleep(limit)));
+        }
     }
 
     fn poll_passed(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Option<Duration> {
-        match self.project() {
-            TimerProj::Set { sleep, limit } => sleep.poll(cx).is_ready().then_some(*limit),
-            _ => None,
-        }
+        let this = self.project();
+        let sleep = this.sleep.as_pin_mut()?;
+        sleep.poll(cx).is_ready().then_some(*this.limit)
     }
 }

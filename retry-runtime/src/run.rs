@@ -241,9 +241,7 @@ fn drive<'p, R: Outcome>(
                         // poll that leaves the attempt waiting starts it), the call
                         // begins now if its clock must start at once. The enclosing
                         // frame is the one just replaced: one read of the thread-local.
-                        if !run.frame.is_started()
-                            && (entered.outer_has_deadline() || run.frame.begins_at_once())
-                        {
+                        if entered.must_begin(run.frame) {
                             entered.leave();
                             if let Err(open) = run.begin_at_first_poll() {
                                 return Poll::Ready(Some(handling.circuit_open(open)));
