@@ -81,14 +81,14 @@ pub fn parse(tokens: TokenStream) -> (Args, Option<syn::Error>) {
         while !input.is_empty() {
             if let Err(e) = parse_one(input, &mut args) {
                 push(&mut errors, e);
-                skip_to_comma(input);
+                until_comma(input);
             }
             if input.is_empty() {
                 break;
             }
             if let Err(e) = input.parse::<Token![,]>() {
                 push(&mut errors, e);
-                skip_to_comma(input);
+                until_comma(input);
                 let _ = input.parse::<Token![,]>();
             }
         }
@@ -98,10 +98,6 @@ pub fn parse(tokens: TokenStream) -> (Args, Option<syn::Error>) {
         push(&mut errors, e);
     }
     (args, errors)
-}
-
-fn skip_to_comma(input: ParseStream) {
-    until_comma(input);
 }
 
 /// The tokens up to the next comma (or the end), consumed.
@@ -123,9 +119,9 @@ fn until_comma(input: ParseStream) -> TokenStream {
 }
 
 fn parse_one(input: ParseStream, args: &mut Args) -> syn::Result<()> {
-    // Once the marker `#[idempotent]` added here, and seen in expansions: written by
-    // hand, it passed the idempotency check. The mark is now `#[idempotent]` itself (see
-    // `idempotent.rs`), and no argument stands in for it.
+    // `#[idempotent]` used to mark `#[retry]` by adding this argument, which a user could
+    // as well write by hand to pass the idempotency check. The mark is now `#[idempotent]`
+    // itself (see `idempotent.rs`); the old marker is refused, saying what to write.
     if input.peek(kw::__idempotent) {
         return Err(syn::Error::new(
             input.parse::<kw::__idempotent>()?.span,

@@ -347,7 +347,8 @@ fn generate(
         };
     }
     // The call is located at the return type, so that the driver's need of an `Outcome`
-    // from it is reported there, once; the arguments keep their own locations.
+    // from it is reported there, once; so are the run and the handling it is given (the
+    // handling's error type is the `Outcome`'s), while the attempt keeps the body's own.
     let (step, attempt) = if is_async {
         // The fake return edge gives the async block the function's return type before
         // its body is checked, so `?` and `return` in the body infer as they would in the
@@ -375,7 +376,6 @@ fn generate(
     };
     let step = {
         let function = locate(step, output.span());
-        // The driver's own arguments located there too; the attempt's body is the user's.
         let run = locate(quote!(&mut #run,), output.span());
         let handling = locate(quote!(, &#handling_var), output.span());
         let mut arguments = Group::new(Delimiter::Parenthesis, quote!(#run #attempt #handling));

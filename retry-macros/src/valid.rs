@@ -78,18 +78,19 @@ fn output(sig: &Signature, errors: &mut Option<syn::Error>) {
     let ReturnType::Type(_, ty) = &sig.output else {
         return;
     };
-    let message = match bare(ty) {
-        Type::ImplTrait(_) | Type::Path(_) if sig.asyncness.is_none() && is_future(bare(ty)) => {
-            let what = match bare(ty) {
-                Type::ImplTrait(_) => "`impl Future`",
-                _ => "a future",
-            };
-            format!(
-                "`#[retry]` on a function returning {what} is not supported: write it as an `async fn` returning the `Result`"
-            )
-        }
-        ty if !may_be_result(ty) => "`#[retry]` needs a function that returns `Result`: this type has no `Err`, so no failure can be seen or retried; declare `-> Result<T, E>`".to_owned(),
-        _ => return,
+    let written = bare(ty);
+    let message = if sig.asyncness.is_none() && is_future(written) {
+        let what = match written {
+            Type::ImplTrait(_) => "`impl Future`",
+            _ => "a future",
+        };
+        format!(
+            "`#[retry]` on a function returning {what} is not supported: write it as an `async fn` returning the `Result`"
+        )
+    } else if !may_be_result(written) {
+        "`#[retry]` needs a function that returns `Result`: this type has no `Err`, so no failure can be seen or retried; declare `-> Result<T, E>`".to_owned()
+    } else {
+        return;
     };
     push(errors, syn::Error::new_spanned(ty, message));
 }
@@ -97,7 +98,7 @@ fn output(sig: &Signature, errors: &mut Option<syn::Error>) {
 /// Whether `ty` may be a `Result`: false for the types that plainly are not (`()`, a
 /// tuple, a reference, `impl Trait`, a primitive, `String`, `Option<T>`...).
 fn may_be_result(ty: &Type) -> bool {
-    /// Types of the standard library, by the last segment of their path.
+    /// Types of the language and the standard library, by the last segment of their path.
     const NOT_RESULT: &[&str] = &[
         "bool", "char", "str", "u8", "u16", "u32", "u64", "u128", "usize", "i8", "i16", "i32",
         "i64", "i128", "isize", "f32", "f64", "String", "Option", "Vec", "Box", "Rc", "Arc", "Cow",
@@ -118,6 +119,7 @@ fn may_be_result(ty: &Type) -> bool {
         | Type::Never(_)
         | Type::TraitObject(_)
         | Type::ImplTrait(_) => false,
+        // An alias, a generic, an associated type, a macro: the trait decides.
         _ => true,
     }
 }
