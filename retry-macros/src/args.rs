@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use proc_macro2::{Span, TokenStream};
-use syn::parse::{ParseStream, Parser};
+use syn::parse::{ParseStream, Parser, discouraged::Speculative};
 use syn::{Ident, LitFloat, LitInt, LitStr, Path, Token};
 
 use crate::diag::push;
@@ -70,8 +70,6 @@ pub struct Args {
     pub layers: Option<Layers>,
     pub key: Option<Ident>,
     pub krate: Option<Path>,
-    /// Set by `#[idempotent]` when it is written above `#[retry]`.
-    pub idempotent: bool,
 }
 
 /// Parses the attribute's tokens. Every malformed argument adds an error and parsing
@@ -83,14 +81,14 @@ pub fn parse(tokens: TokenStream) -> (Args, Option<syn::Error>) {
         while !input.is_empty() {
             if let Err(e) = parse_one(input, &mut args) {
                 push(&mut errors, e);
-                skip_to_comma(input);
+                until_comma(input);
             }
             if input.is_empty() {
                 break;
             }
             if let Err(e) = input.parse::<Token![,]>() {
                 push(&mut errors, e);
-                skip_to_comma(input);
+                until_comma(input);
                 let _ = input.parse::<Token![,]>();
             }
         }
@@ -102,24 +100,33 @@ pub fn parse(tokens: TokenStream) -> (Args, Option<syn::Error>) {
     (args, errors)
 }
 
-fn skip_to_comma(input: ParseStream) {
-    let _ = input.step(|cursor| {
-        let mut rest = *cursor;
-        while let Some((tt, next)) = rest.token_tree() {
-            if matches!(&tt, proc_macro2::TokenTree::Punct(p) if p.as_char() == ',') {
-                return Ok(((), rest));
+/// The tokens up to the next comma (or the end), consumed.
+fn until_comma(input: ParseStream) -> TokenStream {
+    input
+        .step(|cursor| {
+            let mut tokens = TokenStream::new();
+            let mut rest = *cursor;
+            while let Some((tt, next)) = rest.token_tree() {
+                if matches!(&tt, proc_macro2::TokenTree::Punct(p) if p.as_char() == ',') {
+                    break;
+                }
+                tokens.extend([tt]);
+                rest = next;
             }
-            rest = next;
-        }
-        Ok(((), rest))
-    });
+            Ok((tokens, rest))
+        })
+        .unwrap_or_default()
 }
 
 fn parse_one(input: ParseStream, args: &mut Args) -> syn::Result<()> {
+    // `#[idempotent]` used to mark `#[retry]` by adding this argument, which a user could
+    // as well write by hand to pass the idempotency check. The mark is now `#[idempotent]`
+    // itself (see `idempotent.rs`); the old marker is refused, saying what to write.
     if input.peek(kw::__idempotent) {
-        input.parse::<kw::__idempotent>()?;
-        args.idempotent = true;
-        return Ok(());
+        return Err(syn::Error::new(
+            input.parse::<kw::__idempotent>()?.span,
+            "`__idempotent` is not an argument of `#[retry]`; remove it, and if running the function twice is harmless, mark the function `#[idempotent]`",
+        ));
     }
     let key = if input.peek(Token![crate]) {
         let token = input.parse::<Token![crate]>()?;
@@ -245,12 +252,22 @@ const KEYS: &[Key] = &[
     Key {
         name: "budget",
         example: "`budget = NAME`, naming a `static NAME: persevere::RetryBudget`",
-        parse: |input, args| Ok(set(&mut args.budget, static_path(input, "budget")?)),
+        parse: |input, args| {
+            let declaration =
+                "static NAME: persevere::RetryBudget = persevere::RetryBudget::new();";
+            let path = named(input, "budget", "a `static`", declaration)?;
+            Ok(set(&mut args.budget, path))
+        },
     },
     Key {
         name: "breaker",
         example: "`breaker = NAME`, naming a `static NAME: persevere::CircuitBreaker`",
-        parse: |input, args| Ok(set(&mut args.breaker, static_path(input, "breaker")?)),
+        parse: |input, args| {
+            let declaration =
+                "static NAME: persevere::CircuitBreaker = persevere::CircuitBreaker::new();";
+            let path = named(input, "breaker", "a `static`", declaration)?;
+            Ok(set(&mut args.breaker, path))
+        },
     },
     Key {
         name: "layers",
@@ -261,10 +278,9 @@ const KEYS: &[Key] = &[
         name: "before_wait",
         example: "`before_wait = path::to::hook`, a `fn(&persevere::BeforeWait<'_, E>)`",
         parse: |input, args| {
-            Ok(set(
-                &mut args.before_wait,
-                static_path(input, "before_wait")?,
-            ))
+            let declaration = "fn NAME(wait: &persevere::BeforeWait<'_, E>) { ... }";
+            let path = named(input, "before_wait", "a function", declaration)?;
+            Ok(set(&mut args.before_wait, path))
         },
     },
     Key {
@@ -366,7 +382,13 @@ fn multiplier(input: ParseStream) -> syn::Result<f64> {
             "expected a number: `multiplier = 2` or `multiplier = 1.5`",
         ));
     };
-    if !(value.is_finite() && value >= 1.0) {
+    if !value.is_finite() {
+        return Err(syn::Error::new(
+            span,
+            "`multiplier` is not a finite number: it is too large for an `f64`; write a factor such as `multiplier = 2`",
+        ));
+    }
+    if value < 1.0 {
         return Err(syn::Error::new(
             span,
             "`multiplier` must be at least 1: waits must not shrink from one retry to the next",
@@ -411,12 +433,26 @@ fn on(input: ParseStream) -> syn::Result<On> {
     Ok(On::Predicate(path))
 }
 
-fn static_path(input: ParseStream, key: &str) -> syn::Result<Path> {
-    input.parse::<Path>().map_err(|e| {
-        syn::Error::new(
-            e.span(),
-            format!("expected the path of a static; {}", example(key)),
-        )
+/// `key = NAME`, the path of a `static` or a function, which `declaration` declares.
+/// Anything else, such as an expression (`RetryBudget::new()`, a closure), is reported
+/// whole, with how to name it.
+fn named(input: ParseStream, key: &str, what: &str, declaration: &str) -> syn::Result<Path> {
+    let fork = input.fork();
+    if let Ok(path) = fork.parse::<Path>() {
+        if fork.is_empty() || fork.peek(Token![,]) {
+            input.advance_to(&fork);
+            return Ok(path);
+        }
+    }
+    let span = input.span();
+    let value = until_comma(input);
+    let message = format!(
+        "`{key}` names {what}, not an expression: declare `{declaration}` and write `{key} = NAME`"
+    );
+    Err(if value.is_empty() {
+        syn::Error::new(span, message)
+    } else {
+        syn::Error::new_spanned(value, message)
     })
 }
 

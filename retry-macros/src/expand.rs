@@ -1,9 +1,9 @@
 //! Code generation for `#[retry]`.
 
-use proc_macro2::{Delimiter, Group, Span, TokenStream};
+use proc_macro2::{Delimiter, Group, Span, TokenStream, TokenTree};
 use quote::{quote, quote_spanned};
 use syn::spanned::Spanned;
-use syn::{Ident, ItemFn, Type};
+use syn::{Ident, ItemFn, Path, Type};
 
 use crate::args::{self, Args, Jitter, Layers, On};
 use crate::diag::{locate, with_item};
@@ -13,7 +13,11 @@ use crate::valid;
 
 /// Expands `#[retry(args)] item`. On any error, the errors are emitted together with
 /// the function as written, so its callers see no cascade of "cannot find function".
-pub fn retry(args: TokenStream, written: TokenStream) -> TokenStream {
+///
+/// `written_above` is the path of the `#[retry]` when an `#[idempotent]` written above
+/// it expands it (see `idempotent.rs`): the function is then marked safe to repeat, and
+/// the path is used in the generated function so that its import stays used.
+pub fn retry(args: TokenStream, written: TokenStream, written_above: Option<&Path>) -> TokenStream {
     let LightFn { item, body } = match LightFn::split(written.clone()) {
         Ok(function) => function,
         Err(e) => {
@@ -25,21 +29,78 @@ pub fn retry(args: TokenStream, written: TokenStream) -> TokenStream {
         }
     };
     let (args, mut errors) = args::parse(args);
+    // A second `#[retry]` below this one would wrap the function this one generates. It
+    // is reported alone, and the function is emitted without either, so that the second
+    // one does not report again what this one would.
+    if let Some(second) = item.attrs.iter().find(|attr| is_attr(attr, "retry")) {
+        let mut twice = syn::Error::new_spanned(
+            second,
+            "`#[retry]` is given twice; merge the arguments into one `#[retry(...)]`",
+        );
+        if let Some(e) = errors {
+            twice.combine(e);
+        }
+        let mut item = item;
+        item.attrs.retain(|attr| !is_attr(attr, "retry"));
+        return with_item(twice, as_written(item, &body, written_above));
+    }
     // The runtime's support module, `krate::__private`, which the generated code calls.
     let private = match &args.krate {
         Some(krate) => quote!(#krate::__private),
         None => quote!(::persevere::__private),
     };
-    valid::function(&args, &item, &mut errors);
+    valid::function(&args, &item, written_above.is_some(), &mut errors);
     let plan = func::analyse(&item, &private);
     let key_check = plan
         .as_ref()
         .and_then(|plan| valid::key(&args, plan, &private, &mut errors));
     match (errors, plan) {
-        (None, Some(plan)) => generate(&args, &private, plan, body, key_check.unwrap_or_default()),
+        (None, Some(plan)) => generate(
+            &args,
+            &private,
+            plan,
+            body,
+            key_check.unwrap_or_default(),
+            written_above,
+        ),
+        (Some(errors), _) if written_above.is_some() => {
+            with_item(errors, as_written(item, &body, written_above))
+        }
         (Some(errors), _) => with_item(errors, written),
         (None, None) => unreachable!("valid reports a function without a return type"),
     }
+}
+
+/// The function as written, to emit with errors. If an `#[idempotent]` above expanded
+/// `#[retry]`, the compiler never resolved that `#[retry]`: a `use` of its path, after
+/// the body's inner attributes, keeps its import from being reported unused.
+pub fn as_written(item: ItemFn, body: &Group, written_above: Option<&Path>) -> TokenStream {
+    let ItemFn {
+        attrs, vis, sig, ..
+    } = item;
+    let Some(path) = written_above else {
+        return quote!(#(#attrs)* #vis #sig #body);
+    };
+    let trees: Vec<TokenTree> = body.stream().into_iter().collect();
+    // The inner attributes: `#`, `!`, `[...]` each.
+    let inner = trees
+        .chunks(3)
+        .take_while(|tokens| match tokens {
+            [
+                TokenTree::Punct(hash),
+                TokenTree::Punct(bang),
+                TokenTree::Group(_),
+            ] => hash.as_char() == '#' && bang.as_char() == '!',
+            _ => false,
+        })
+        .count()
+        * 3;
+    let mut stream: TokenStream = trees[..inner].iter().cloned().collect();
+    stream.extend(quote!(#[allow(unused_imports)] use #path as _;));
+    stream.extend(trees[inner..].iter().cloned());
+    let mut moved = Group::new(Delimiter::Brace, stream);
+    moved.set_span(body.span());
+    quote!(#(#attrs)* #vis #sig #moved)
 }
 
 /// The policy's settings as written, with `budget = NAME` its budget; the `Site` gives
@@ -186,6 +247,7 @@ fn generate(
     plan: RetryFn,
     body: Group,
     key_check: TokenStream,
+    written_above: Option<&Path>,
 ) -> TokenStream {
     let hidden = |name: &str| Ident::new(name, Span::mixed_site());
     let site = hidden("__PERSEVERE_SITE");
@@ -229,8 +291,12 @@ fn generate(
     } = item;
     // `#[idempotent]` below `#[retry]` has done its work (it was read above): dropped,
     // it does not expand the generated function a second time for nothing, and a `use`
-    // of its path keeps the import of it used.
+    // of its path keeps the import of it used; likewise the path of a `#[retry]` that an
+    // `#[idempotent]` above it expanded, which the compiler never resolved.
     let mut marks = TokenStream::new();
+    if let Some(path) = written_above {
+        marks.extend(quote!(#[allow(unused_imports)] use #path as _;));
+    }
     attrs.retain(|attr| {
         let read = is_attr(attr, "idempotent") && matches!(attr.meta, syn::Meta::Path(_));
         if read {
@@ -281,7 +347,8 @@ fn generate(
         };
     }
     // The call is located at the return type, so that the driver's need of an `Outcome`
-    // from it is reported there, once; the arguments keep their own locations.
+    // from it is reported there, once; so are the run and the handling it is given (the
+    // handling's error type is the `Outcome`'s), while the attempt keeps the body's own.
     let (step, attempt) = if is_async {
         // The fake return edge gives the async block the function's return type before
         // its body is checked, so `?` and `return` in the body infer as they would in the
@@ -309,10 +376,9 @@ fn generate(
     };
     let step = {
         let function = locate(step, output.span());
-        let mut arguments = Group::new(
-            Delimiter::Parenthesis,
-            quote!(&mut #run, #attempt, &#handling_var),
-        );
+        let run = locate(quote!(&mut #run,), output.span());
+        let handling = locate(quote!(, &#handling_var), output.span());
+        let mut arguments = Group::new(Delimiter::Parenthesis, quote!(#run #attempt #handling));
         arguments.set_span(Span::call_site().located_at(output.span()));
         let await_ = if is_async {
             locate(quote!(.await), output.span())

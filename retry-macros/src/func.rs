@@ -41,7 +41,8 @@ pub fn analyse(item: &ItemFn, private: &TokenStream) -> Option<RetryFn> {
     for (index, input) in sig.inputs.iter_mut().enumerate() {
         match input {
             FnArg::Receiver(receiver) => {
-                exclusive |= matches!(&*receiver.ty, Type::Reference(r) if r.mutability.is_some());
+                exclusive |=
+                    matches!(bare(&receiver.ty), Type::Reference(r) if r.mutability.is_some());
             }
             FnArg::Typed(arg) => {
                 // `fresh(&name)`, a copy of the argument for one attempt; the call is at
@@ -52,12 +53,12 @@ pub fn analyse(item: &ItemFn, private: &TokenStream) -> Option<RetryFn> {
                     quote_spanned! {span=> #private::fresh(&#name)}
                 };
                 let ty = (*arg.ty).clone();
-                exclusive |= matches!(&ty, Type::Reference(r) if r.mutability.is_some());
+                exclusive |= matches!(bare(&ty), Type::Reference(r) if r.mutability.is_some());
                 let simple = simple_name(&arg.pat);
                 if let Some(ident) = &simple {
                     named.push((ident.clone(), ty.clone()));
                 }
-                match (&ty, simple) {
+                match (bare(&ty), simple) {
                     // A shared reference is `Copy`: every attempt can use it as it is.
                     (Type::Reference(r), _) if r.mutability.is_none() => {}
                     (Type::Reference(_), Some(ident)) => {
@@ -104,6 +105,17 @@ pub fn analyse(item: &ItemFn, private: &TokenStream) -> Option<RetryFn> {
         named,
         exclusive,
     })
+}
+
+/// `ty` without the parentheses and the invisible group around it: a type passed
+/// through a `macro_rules!` fragment (`$t:ty`) arrives wrapped in a group, and an `&mut`
+/// inside one must still be reborrowed, not cloned.
+pub fn bare(ty: &Type) -> &Type {
+    match ty {
+        Type::Group(group) => bare(&group.elem),
+        Type::Paren(paren) => bare(&paren.elem),
+        ty => ty,
+    }
 }
 
 /// The name a parameter is bound to, if its pattern is a plain (possibly `mut`) name.

@@ -23,7 +23,7 @@ use proc_macro::TokenStream;
 #[doc = include_str!("../doc/retry.md")]
 #[proc_macro_attribute]
 pub fn retry(args: TokenStream, item: TokenStream) -> TokenStream {
-    expand::retry(args.into(), item.into()).into()
+    expand::retry(args.into(), item.into(), None).into()
 }
 
 #[doc = include_str!("../doc/idempotent.md")]

@@ -5,17 +5,18 @@
 use proc_macro2::TokenStream;
 use quote::quote;
 use syn::spanned::Spanned;
-use syn::{FnArg, ItemFn, ReturnType, Type};
+use syn::{FnArg, ItemFn, ReturnType, Signature, Type, TypeParamBound};
 
 use crate::args::{Args, On};
 use crate::diag::{locate, push};
-use crate::func::RetryFn;
+use crate::func::{RetryFn, bare};
 use crate::item::is_attr;
 
 /// Checks the function and the arguments together, adding every problem to `errors`.
-pub fn function(args: &Args, item: &ItemFn, errors: &mut Option<syn::Error>) {
+/// `marked_above`: an `#[idempotent]` written above `#[retry]` marks the function.
+pub fn function(args: &Args, item: &ItemFn, marked_above: bool, errors: &mut Option<syn::Error>) {
     signature(item, errors);
-    idempotent(args, item, errors);
+    idempotent(args, item, marked_above, errors);
     if let (Some(timeout), None) = (&args.attempt_timeout, &item.sig.asyncness) {
         push(
             errors,
@@ -52,6 +53,7 @@ fn signature(item: &ItemFn, errors: &mut Option<syn::Error>) {
             ),
         );
     }
+    output(sig, errors);
     for input in &sig.inputs {
         if let FnArg::Receiver(receiver) = input {
             if !matches!(*receiver.ty, Type::Reference(_)) {
@@ -67,9 +69,84 @@ fn signature(item: &ItemFn, errors: &mut Option<syn::Error>) {
     }
 }
 
+/// The return type, where it is plainly not a `Result`: reported here, once, at the type.
+/// The trait the generated code needs of the type would report it too, but names the
+/// runtime's internals, and does so at each place the type is used. A type this cannot
+/// judge, such as an alias (`io::Result<T>`, `anyhow::Result<T>`, `type Reply = ...`), is
+/// left to the trait.
+fn output(sig: &Signature, errors: &mut Option<syn::Error>) {
+    let ReturnType::Type(_, ty) = &sig.output else {
+        return;
+    };
+    let written = bare(ty);
+    let message = if sig.asyncness.is_none() && is_future(written) {
+        let what = match written {
+            Type::ImplTrait(_) => "`impl Future`",
+            _ => "a future",
+        };
+        format!(
+            "`#[retry]` on a function returning {what} is not supported: write it as an `async fn` returning the `Result`"
+        )
+    } else if !may_be_result(written) {
+        "`#[retry]` needs a function that returns `Result`: this type has no `Err`, so no failure can be seen or retried; declare `-> Result<T, E>`".to_owned()
+    } else {
+        return;
+    };
+    push(errors, syn::Error::new_spanned(ty, message));
+}
+
+/// Whether `ty` may be a `Result`: false for the types that plainly are not (`()`, a
+/// tuple, a reference, `impl Trait`, a primitive, `String`, `Option<T>`...).
+fn may_be_result(ty: &Type) -> bool {
+    /// Types of the language and the standard library, by the last segment of their path.
+    const NOT_RESULT: &[&str] = &[
+        "bool", "char", "str", "u8", "u16", "u32", "u64", "u128", "usize", "i8", "i16", "i32",
+        "i64", "i128", "isize", "f32", "f64", "String", "Option", "Vec", "Box", "Rc", "Arc", "Cow",
+        "HashMap", "HashSet", "BTreeMap", "BTreeSet", "VecDeque",
+    ];
+    match ty {
+        Type::Path(path) if path.qself.is_none() => path
+            .path
+            .segments
+            .last()
+            .is_none_or(|last| !NOT_RESULT.contains(&last.ident.to_string().as_str())),
+        Type::Tuple(_)
+        | Type::Reference(_)
+        | Type::Array(_)
+        | Type::Slice(_)
+        | Type::Ptr(_)
+        | Type::BareFn(_)
+        | Type::Never(_)
+        | Type::TraitObject(_)
+        | Type::ImplTrait(_) => false,
+        // An alias, a generic, an associated type, a macro: the trait decides.
+        _ => true,
+    }
+}
+
+/// Whether `ty` is a future: `impl Future<...>`, `Pin<...>` (a boxed future), or a path
+/// ending in `Future` (`BoxFuture<'a, T>`).
+fn is_future(ty: &Type) -> bool {
+    match ty {
+        Type::ImplTrait(bounds) => bounds.bounds.iter().any(|bound| {
+            matches!(bound, TypeParamBound::Trait(t)
+                if t.path.segments.last().is_some_and(|s| s.ident == "Future"))
+        }),
+        Type::Path(path) => {
+            path.path.segments.last().is_some_and(|last| {
+                last.ident == "Pin" || last.ident.to_string().ends_with("Future")
+            })
+        }
+        _ => false,
+    }
+}
+
 /// `#[retry]` repeats the call, so the call must be safe to repeat.
-fn idempotent(args: &Args, item: &ItemFn, errors: &mut Option<syn::Error>) {
-    let marked = args.idempotent
+/// Only what the user writes marks it: `#[idempotent]` (above `#[retry]`, which
+/// `marked_above` says, or below it, among the function's attributes), `key = ...` or
+/// `on = unsent`.
+fn idempotent(args: &Args, item: &ItemFn, marked_above: bool, errors: &mut Option<syn::Error>) {
+    let marked = marked_above
         || args.key.is_some()
         || matches!(args.on, Some(On::Unsent(_)))
         || item.attrs.iter().any(|attr| is_attr(attr, "idempotent"));

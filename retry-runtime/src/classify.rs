@@ -80,7 +80,7 @@ impl Class {
 #[diagnostic::on_unimplemented(
     message = "`{Self}` does not say which of its failures are worth retrying",
     label = "`#[retry]` needs `{Self}: persevere::Classify` to tell which failures to retry",
-    note = "implement `persevere::Classify` for `{Self}` or `#[derive(persevere::Classify)]` on it; with `on = transient`, a predicate also works: `#[retry(on = path::to::is_transient)]` with `fn is_transient(error: &{Self}) -> bool`"
+    note = "if `{Self}` is a type of yours, `#[derive(persevere::Classify)]` on it or implement `persevere::Classify` for it; if it is another crate's, wrap it in an error type of yours, or name a function that decides: `#[retry(on = is_transient)]` with `fn is_transient(error: &E) -> bool`, `E` the function's error type"
 )]
 pub trait Classify {
     /// The class of this failure.

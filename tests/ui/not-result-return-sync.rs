@@ -1,0 +1,9 @@
+use persevere::{idempotent, retry};
+
+#[retry]
+#[idempotent]
+fn count() -> u32 {
+    1
+}
+
+fn main() {}
