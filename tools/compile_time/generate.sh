@@ -55,6 +55,12 @@ impl fmt::Display for ApiError {
     }
 }
 
+impl From<persevere::AttemptTimedOut> for ApiError {
+    fn from(_: persevere::AttemptTimedOut) -> Self {
+        ApiError::Unavailable
+    }
+}
+
 impl persevere::Classify for ApiError {
     fn classify(&self) -> persevere::Class {
         match self {
