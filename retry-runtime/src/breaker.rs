@@ -492,4 +492,33 @@ mod tests {
         // 10 calls, 5 failed: 50 %.
         assert_eq!(b.state(t), BreakerState::Open);
     }
+
+    // A success counted with a permit taken while the breaker was closed, reported after
+    // it opened, does not close it: only a probe decides, in half-open.
+    // Can fail: an `||` for the `&&` in `record` lets such a success close a half-open
+    // breaker while its probe is out.
+    #[test]
+    fn a_stale_success_does_not_close_an_open_or_half_open_breaker() {
+        let breaker = CircuitBreaker::new()
+            .with_consecutive_failures(2)
+            .with_open_for(ms(10_000))
+            .with_probes(1);
+        let t0 = Instant::now();
+        let stale = breaker.admit(t0).unwrap();
+        let stale_too = breaker.admit(t0).unwrap();
+        for _ in 0..2 {
+            let permit = breaker.admit(t0).unwrap();
+            breaker.record(permit, false, t0);
+        }
+        assert_eq!(breaker.state(t0), BreakerState::Open);
+        assert_eq!(breaker.record(stale, true, t0), None);
+        assert_eq!(breaker.state(t0), BreakerState::Open);
+        let t1 = t0 + ms(10_000);
+        let probe = breaker.admit(t1).unwrap();
+        assert_eq!(probe, Permit::Probe);
+        assert_eq!(breaker.record(stale_too, true, t1), None);
+        assert_eq!(breaker.state(t1), BreakerState::HalfOpen);
+        assert!(breaker.admit(t1).is_err(), "the one probe is still out");
+        assert_eq!(breaker.record(probe, true, t1), Some(BreakerState::Closed));
+    }
 }

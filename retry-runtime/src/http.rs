@@ -310,4 +310,28 @@ mod tests {
         headers.insert(GRPC_TIMEOUT, HeaderValue::from_static("soon"));
         assert_eq!(deadline_from(&headers), None);
     }
+
+    // What a status check returns for each class of status: informational, success and
+    // redirection pass; client and server errors fail, carrying the status and the
+    // server's wait.
+    // Can fail: an `&&` for an `||` in `check` turns 1xx or 3xx into errors.
+    #[test]
+    fn check_passes_1xx_2xx_3xx_and_fails_4xx_5xx() {
+        let empty = HeaderMap::new();
+        for passes in [100, 101, 200, 204, 301, 304, 307] {
+            let status = StatusCode::from_u16(passes).unwrap();
+            assert_eq!(check(status, &empty), Ok(()), "{passes}");
+        }
+        for fails in [400, 404, 429, 500, 503] {
+            let status = StatusCode::from_u16(fails).unwrap();
+            let error = check(status, &empty).unwrap_err();
+            assert_eq!(error.status(), status);
+            assert_eq!(error.retry_after(), None);
+        }
+        let mut headers = HeaderMap::new();
+        headers.insert(RETRY_AFTER, http::HeaderValue::from_static("7"));
+        let error = check(StatusCode::SERVICE_UNAVAILABLE, &headers).unwrap_err();
+        assert_eq!(error.retry_after(), Some(Duration::from_secs(7)));
+        assert_eq!(error.classify(), Class::RetryAfter(Duration::from_secs(7)));
+    }
 }

@@ -192,3 +192,60 @@ impl RequestBuilderExt for reqwest::RequestBuilder {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::error::Error as _;
+    use std::time::Duration;
+
+    use http::{HeaderMap, StatusCode};
+
+    use super::*;
+
+    fn status_error() -> RequestError {
+        RequestError::Status(
+            crate::http::check(StatusCode::BAD_GATEWAY, &HeaderMap::new()).unwrap_err(),
+        )
+    }
+
+    fn transport_error() -> RequestError {
+        let error = reqwest::Client::new()
+            .get("not a url")
+            .build()
+            .expect_err("a malformed URL");
+        RequestError::Transport(error)
+    }
+
+    // What each variant says its status is, how it reads, and what its source is.
+    // Can fail: a `status()` that invents a status, or loses the server's; a `Display`
+    // that says nothing; a `source()` that hides the cause.
+    #[test]
+    fn each_variant_tells_its_status_display_and_source() {
+        let status = status_error();
+        assert_eq!(status.status(), Some(StatusCode::BAD_GATEWAY));
+        assert!(status.to_string().contains("502"), "{status}");
+        let source = status.source().expect("a status error has its cause");
+        assert!(source.downcast_ref::<crate::http::StatusError>().is_some());
+
+        let transport = transport_error();
+        assert_eq!(transport.status(), None);
+        assert!(!transport.to_string().is_empty());
+        let source = transport.source().expect("a transport error has its cause");
+        assert!(source.downcast_ref::<reqwest::Error>().is_some());
+
+        let timed_out = RequestError::from(AttemptTimedOut::after(Duration::from_secs(2)));
+        assert_eq!(timed_out.status(), None);
+        assert_eq!(
+            timed_out.to_string(),
+            AttemptTimedOut::after(Duration::from_secs(2)).to_string()
+        );
+        assert!(
+            timed_out
+                .source()
+                .unwrap()
+                .downcast_ref::<AttemptTimedOut>()
+                .is_some()
+        );
+        assert_eq!(timed_out.classify(), Class::Transient);
+    }
+}
