@@ -26,7 +26,16 @@ struct Captured {
 }
 
 #[derive(Clone, Default)]
-struct Capture(Arc<Mutex<Vec<Captured>>>);
+struct Capture(Arc<Mutex<Vec<Captured>>>, Arc<Mutex<SpanCounts>>);
+
+/// What happened to the spans named `retry`: made, entered, exited, closed.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+struct SpanCounts {
+    made: u32,
+    entered: u32,
+    exited: u32,
+    closed: u32,
+}
 
 struct Fields<'a>(&'a mut BTreeMap<String, String>);
 
@@ -40,6 +49,35 @@ impl Visit for Fields<'_> {
 }
 
 impl<S: Subscriber + for<'a> LookupSpan<'a>> tracing_subscriber::Layer<S> for Capture {
+    fn on_new_span(
+        &self,
+        attrs: &tracing::span::Attributes<'_>,
+        _: &tracing::span::Id,
+        _: Context<'_, S>,
+    ) {
+        if attrs.metadata().name() == "retry" {
+            self.1.lock().unwrap().made += 1;
+        }
+    }
+
+    fn on_enter(&self, id: &tracing::span::Id, ctx: Context<'_, S>) {
+        if ctx.span(id).is_some_and(|s| s.name() == "retry") {
+            self.1.lock().unwrap().entered += 1;
+        }
+    }
+
+    fn on_exit(&self, id: &tracing::span::Id, ctx: Context<'_, S>) {
+        if ctx.span(id).is_some_and(|s| s.name() == "retry") {
+            self.1.lock().unwrap().exited += 1;
+        }
+    }
+
+    fn on_close(&self, id: tracing::span::Id, ctx: Context<'_, S>) {
+        if ctx.span(&id).is_some_and(|s| s.name() == "retry") {
+            self.1.lock().unwrap().closed += 1;
+        }
+    }
+
     fn on_event(&self, event: &Event<'_>, ctx: Context<'_, S>) {
         let mut fields = BTreeMap::new();
         event.record(&mut Fields(&mut fields));
@@ -134,6 +172,52 @@ fn each_failed_attempt_is_an_event_in_the_calls_span() {
     assert_eq!(done.len(), 1);
     assert_eq!(done[0].fields["attempts"], "3");
     assert_eq!(done[0].fields["elapsed_ms"], "300");
+}
+
+static SPANNED: AtomicU32 = AtomicU32::new(0);
+
+#[retry(base = "100ms", jitter = "none", budget = UNLIMITED)]
+#[idempotent]
+async fn logs_each_attempt() -> Result<u32, Flaky> {
+    let attempt = SPANNED.fetch_add(1, Ordering::SeqCst) + 1;
+    tokio::task::yield_now().await;
+    tracing::info!(attempt, "inside the attempt");
+    if attempt < 3 {
+        Err(Flaky("again"))
+    } else {
+        Ok(attempt)
+    }
+}
+
+// A call opens one span at its first failure, enters it around every poll of its later
+// attempts (and exits it as often), and closes it when it ends; what the body logs in
+// those attempts is in it. A call that has not failed has no span.
+// Can fail: a span opened again at each retry, or entered without being exited.
+#[test]
+fn a_call_has_one_span_from_its_first_failure_entered_around_each_poll() {
+    let capture = Capture::default();
+    let subscriber = tracing_subscriber::registry().with(capture.clone());
+    let out =
+        tracing::subscriber::with_default(subscriber, || runtime().block_on(logs_each_attempt()));
+    assert_eq!(out.unwrap(), 3);
+    let spans = *capture.1.lock().unwrap();
+    assert_eq!(spans.made, 1, "{spans:?}");
+    assert_eq!(spans.closed, 1, "{spans:?}");
+    assert_eq!(spans.entered, spans.exited, "{spans:?}");
+    // Attempts 2 and 3 are each polled twice (they yield once), and the call's own
+    // events are emitted in it: the two "retrying" and the "succeeded".
+    assert_eq!(spans.entered, 4 + 3, "{spans:?}");
+    let events = capture.0.lock().unwrap().clone();
+    let inside = with_message(&events, "inside the attempt");
+    let spans_of: Vec<&[String]> = inside.iter().map(|e| e.spans.as_slice()).collect();
+    assert_eq!(
+        spans_of,
+        [
+            &[][..],
+            &["retry".to_owned()][..],
+            &["retry".to_owned()][..]
+        ]
+    );
 }
 
 static ONCE_OK: AtomicU32 = AtomicU32::new(0);
