@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Mutation testing of the runtime: `cargo mutants` changes persevere-runtime's code one
+# small edit at a time and runs the workspace's tests against each; a change no test
+# notices is a behaviour nothing guards.
+#
+#   bash tools/mutants.sh [SHARD/SHARDS] [-- extra cargo-mutants args]
+#
+#   bash tools/mutants.sh            # every mutant, in one go (hours on 2 cores)
+#   bash tools/mutants.sh 3/20       # the fourth of 20 shards: run the shards in pieces
+#   bash tools/mutants.sh 0/1 -- --file retry-runtime/src/breaker.rs
+#
+# The tests run are the workspace's, less the compile-fail suite (`tests/ui.rs`): each
+# trybuild run rebuilds a project of its own and would make every mutant take minutes;
+# the macros and their diagnostics are not what is mutated here. Results go to
+# target/mutants/ (`outcomes.json`, and `missed.txt`, `caught.txt`, `unviable.txt`); the
+# counts are printed at the end. Needs `cargo install cargo-mutants`.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+command -v cargo-mutants >/dev/null || { echo "cargo-mutants is not installed: cargo install cargo-mutants --locked" >&2; exit 1; }
+
+shard="${1:-0/1}"
+shift || true
+[[ "${1:-}" == "--" ]] && shift
+
+out=target/mutants
+mkdir -p "$out"
+cargo mutants --package persevere-runtime \
+  --test-package persevere-runtime,persevere,persevere-integration,persevere-check-edition-2021,persevere-check-renamed-crate \
+  --shard "$shard" --output "$out" --timeout-multiplier 3 \
+  "$@" -- -- --skip ui || true
+
+dir="$out/mutants.out"
+count() { [[ -f "$dir/$1.txt" ]] && wc -l <"$dir/$1.txt" || echo 0; }
+caught="$(count caught)" missed="$(count missed)" unviable="$(count unviable)" timeout="$(count timeout)"
+viable=$((caught + missed + timeout))
+echo
+echo "shard $shard: caught $caught, missed $missed, timed out $timeout, unviable $unviable"
+if ((viable > 0)); then
+  awk -v c="$caught" -v t="$timeout" -v v="$viable" 'BEGIN { printf "caught (timeouts counted as caught): %.1f %% of %d viable\n", 100 * (c + t) / v, v }'
+fi
+[[ -s "$dir/missed.txt" ]] && { echo "missed:"; cat "$dir/missed.txt"; }
+exit 0
