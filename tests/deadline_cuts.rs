@@ -191,3 +191,32 @@ fn a_blocking_body_reads_what_is_left_of_its_deadline() {
         "{left:?}"
     );
 }
+
+// A call its caller drops while it waits to retry (the caller's own timeout) gives its
+// budget token back: the budget counts the retries made, and none was.
+// Can fail: before, five such calls left the budget 5 retries and 5 tokens poorer.
+static WAITS: RetryBudget = RetryBudget::new().with_floor(100);
+
+#[retry(base = "1s", jitter = "none", budget = WAITS)]
+#[idempotent]
+async fn fails_then_waits(attempts: &Attempts) -> io::Result<u32> {
+    attempts.start();
+    Err(io::ErrorKind::ConnectionReset.into())
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_call_dropped_while_it_waits_gives_its_retry_back() {
+    let attempts = Attempts::default();
+    for _ in 0..5 {
+        let cut =
+            tokio::time::timeout(Duration::from_millis(500), fails_then_waits(&attempts)).await;
+        assert!(
+            cut.is_err(),
+            "the caller's timeout fires during the 1 s wait"
+        );
+    }
+    assert_eq!(attempts.counts(), (5, 0));
+    let budget = WAITS.snapshot(Instant::now().into_std());
+    assert_eq!(budget.retries, 0, "{budget:?}");
+    assert!(budget.tokens >= 99.9, "{budget:?}");
+}

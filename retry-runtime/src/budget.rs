@@ -274,6 +274,16 @@ impl RetryBudget {
     }
 }
 
+/// The retry budget of the policies that name none, such as `Policy::new()` given to
+/// `retry_fn` or `retry_blocking`: one for the whole process (`#[retry]` gives each
+/// function its own instead). [`crate::stats::reset`] refills it with the others.
+pub(crate) static SHARED: RetryBudget = RetryBudget::new();
+
+impl RetryBudget {
+    /// The budget of policies that name none: see [`SHARED`].
+    pub(crate) const SHARED_BY_DEFAULT: &'static RetryBudget = &SHARED;
+}
+
 impl Default for RetryBudget {
     fn default() -> Self {
         Self::new()

@@ -49,6 +49,9 @@ pub(crate) struct Call<'p, C: Clock> {
     // Closed by `Drop`, behind a test, so that a call without a span has no drop glue to
     // run for it.
     span: ManuallyDrop<CallSpan>,
+    /// Set while a retry the budget granted waits to be made: a call dropped then (its
+    /// caller gave up on it) gives the token back.
+    retry_granted: bool,
     clock: PhantomData<C>,
 }
 
@@ -80,6 +83,7 @@ impl<'p, C: Clock> Call<'p, C> {
         Self {
             state,
             span: ManuallyDrop::default(),
+            retry_granted: false,
             clock: PhantomData,
         }
     }
@@ -232,6 +236,7 @@ impl<'p, C: Clock> Call<'p, C> {
                 if let Some(stats) = policy.stats() {
                     stats.record_wait(wait);
                 }
+                self.retry_granted = true;
                 Decision::Wait(wait)
             }
             Step::GiveUp(reason) => {
@@ -249,6 +254,7 @@ impl<'p, C: Clock> Call<'p, C> {
     /// millisecond grid and a busy machine wakes tasks late; no attempt starts once the
     /// deadline has passed.
     pub(crate) fn resume(&mut self) -> Option<Frame> {
+        self.retry_granted = false;
         if !self.state.remaining(C::now()).is_zero() {
             return Some(self.frame());
         }
@@ -382,12 +388,12 @@ fn exit(span: tracing::span::Entered<'_>) {
 }
 
 impl<C: Clock> Drop for Call<'_, C> {
-    /// Gives the breaker permit back if the call was dropped mid-attempt (cancelled), and
-    /// closes the span: one test inline, the rest out of line, so that a retried future
+    /// Gives the breaker permit back if the call was dropped mid-attempt (cancelled), the
+    /// budget's token if it was dropped while waiting to retry, and closes the span: one test inline, the rest out of line, so that a retried future
     /// stays cheap to drop.
     #[inline]
     fn drop(&mut self) {
-        if self.state.permit.is_some() || telemetry::is_open(&self.span) {
+        if self.state.permit.is_some() || self.retry_granted || telemetry::is_open(&self.span) {
             self.end();
         }
     }
@@ -397,6 +403,9 @@ impl<C: Clock> Call<'_, C> {
     #[cold]
     #[inline(never)]
     fn end(&mut self) {
+        if self.retry_granted {
+            self.policy().budget().retry_not_made(C::now());
+        }
         if let Some(permit) = self.state.permit.take() {
             if let Some(breaker) = self.policy().breaker() {
                 breaker.abandon(permit);

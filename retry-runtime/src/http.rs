@@ -63,13 +63,15 @@ pub fn parse_retry_after(value: &str, now: SystemTime) -> Option<Duration> {
     Some(date.duration_since(now).unwrap_or(Duration::ZERO))
 }
 
-/// The class of a response: its status's, or the server's wait when a retryable status
-/// comes with a valid `Retry-After`.
+/// The class of a response: its status's, or the server's wait when a transient status
+/// comes with a valid `Retry-After` (a 500, uncertain, stays so).
 pub fn classify_response(status: StatusCode, headers: &HeaderMap) -> Class {
+    // An uncertain status (a 500) stays uncertain, with its own limit of attempts,
+    // whatever wait the server asked for.
     match status.classify() {
-        Class::Transient | Class::Uncertain => match retry_after(headers) {
+        Class::Transient => match retry_after(headers) {
             Some(wait) => Class::RetryAfter(wait),
-            None => status.classify(),
+            None => Class::Transient,
         },
         class => class,
     }
@@ -120,7 +122,8 @@ impl std::error::Error for StatusError {}
 impl Classify for StatusError {
     fn classify(&self) -> Class {
         match (self.status.classify(), self.retry_after) {
-            (Class::Transient | Class::Uncertain, Some(wait)) => Class::RetryAfter(wait),
+            // A 500 stays uncertain, with its own limit, whatever wait it asks for.
+            (Class::Transient, Some(wait)) => Class::RetryAfter(wait),
             (class, _) => class,
         }
     }
@@ -333,5 +336,24 @@ mod tests {
         let error = check(StatusCode::SERVICE_UNAVAILABLE, &headers).unwrap_err();
         assert_eq!(error.retry_after(), Some(Duration::from_secs(7)));
         assert_eq!(error.classify(), Class::RetryAfter(Duration::from_secs(7)));
+    }
+
+    // A 500 with a `Retry-After` is still uncertain: retried at most
+    // `uncertain_attempts` times, not as often as a 503 that names its wait.
+    // Can fail: it was read as `RetryAfter`, which bypassed that limit.
+    #[test]
+    fn a_500_stays_uncertain_whatever_wait_it_asks_for() {
+        let mut headers = HeaderMap::new();
+        headers.insert(RETRY_AFTER, http::HeaderValue::from_static("1"));
+        assert_eq!(
+            classify_response(StatusCode::INTERNAL_SERVER_ERROR, &headers),
+            Class::Uncertain
+        );
+        let error = check(StatusCode::INTERNAL_SERVER_ERROR, &headers).unwrap_err();
+        assert_eq!(error.classify(), Class::Uncertain);
+        assert_eq!(
+            classify_response(StatusCode::SERVICE_UNAVAILABLE, &headers),
+            Class::RetryAfter(Duration::from_secs(1))
+        );
     }
 }

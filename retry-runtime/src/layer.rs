@@ -123,9 +123,7 @@ impl Frame {
         self.0 |= Self::INNER_FAILED;
     }
 
-    /// The same frame, without the mark of a nested call's failure: for an attempt that
-    /// goes on after it (it waited on something since), so that its own failure later is
-    /// its own.
+    /// The same frame, without the mark of a nested call's failure.
     #[cfg_attr(not(debug_assertions), inline(always))]
     pub(crate) fn moved_on(self) -> Self {
         Self(self.0 & !Self::INNER_FAILED)
@@ -197,17 +195,15 @@ pub(crate) fn mark_inner_failure() {
 }
 
 /// Tells the enclosing `#[retry]` layer that the code running now has handled the
-/// failure of the nested `#[retry]` call it made last, so that a failure of its own
-/// after it is retried as usual.
+/// failures of the nested `#[retry]` calls it made, so that a failure of its own after
+/// them is retried as usual.
 ///
 /// A failure that comes out of a nested `#[retry]` call has been retried by that call,
 /// so the layers above return it after one attempt instead of multiplying the attempts.
-/// persevere tells such a failure from the layer's own by when it comes: an attempt that
-/// fails right after a nested call gave up (with no other nested call in between, and
-/// without having waited on anything since) is taken to be passing the nested failure
-/// on. An attempt that handles the nested failure and then fails at once, without
-/// awaiting anything (or a blocking one, which never awaits), would be taken so too:
-/// call this after handling it.
+/// persevere cannot see which error an attempt returns, so once a nested call gave up in
+/// an attempt, that attempt's failure is taken to be passing it on: this errs toward
+/// fewer attempts, never more. An attempt that handles the nested failure (a cache miss,
+/// then a fallback) and then fails on its own says so with this call.
 ///
 /// ```
 /// use std::{io, time::Duration};
@@ -274,13 +270,9 @@ impl Entered {
     }
 
     /// Puts the previous frame back: the frame as the code inside left it.
-    ///
-    /// The enclosing layer's mark of a failure out of a nested call is cleared: the code
-    /// inside has run since, so the mark no longer tells of the latest nested call. (A
-    /// nested call that gives up marks the enclosing frame again once it is back.)
     #[cfg_attr(not(debug_assertions), inline(always))]
     pub(crate) fn leave(self) -> Frame {
-        let frame = FRAME.replace(Frame(self.previous.0 & !Frame::INNER_FAILED));
+        let frame = FRAME.replace(self.previous);
         std::mem::forget(self);
         frame
     }

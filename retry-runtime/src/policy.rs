@@ -7,10 +7,6 @@ use crate::budget::RetryBudget;
 use crate::layer::Frame;
 use crate::stats::RetryStats;
 
-/// The retry budget of policies that name none: one for the whole process. `#[retry]`
-/// gives each function its own instead.
-static SHARED_BUDGET: RetryBudget = RetryBudget::new();
-
 /// How a computed wait is randomised, so that a fleet of clients that failed together
 /// does not come back together.
 ///
@@ -120,7 +116,7 @@ impl Policy {
         max_retry_after: Duration::from_secs(60),
         uncertain_attempts: 2,
         layers: Layers::Innermost,
-        budget: &SHARED_BUDGET,
+        budget: RetryBudget::SHARED_BY_DEFAULT,
         breaker: None,
         stats: None,
     };
@@ -388,7 +384,7 @@ mod tests {
         assert_eq!(p.uncertain_attempts(), 2);
         assert_eq!(p.layers(), Layers::Innermost);
         assert_eq!(Policy::default().deadline(), p.deadline());
-        assert!(std::ptr::eq(p.budget(), &SHARED_BUDGET));
+        assert!(std::ptr::eq(p.budget(), RetryBudget::SHARED_BY_DEFAULT));
     }
 
     #[test]

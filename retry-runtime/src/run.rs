@@ -268,10 +268,8 @@ fn drive<'p, R: Outcome>(
                     Poll::Ready(outcome) => (outcome, false),
                     Poll::Pending => {
                         // The attempt is waiting on something: the clock starts (that
-                        // time counts), and the frame is kept for the next poll. A
-                        // nested call's failure before this is not what the attempt
-                        // ends with, if it ends later: it has moved on.
-                        let mut frame = frame.moved_on();
+                        // time counts), and the frame is kept for the next poll.
+                        let mut frame = frame;
                         frame.start(TokioClock::now);
                         run.frame = frame;
                         // The attempt is cut at the deadline (or its own time limit):

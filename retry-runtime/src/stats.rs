@@ -324,7 +324,8 @@ pub fn all() -> Report {
 
 /// Forgets what every retried function called so far has done: zeroes its statistics
 /// and refills its retry budget (the function's own, or the one it names with
-/// `budget = ...`), as at the start of the process.
+/// `budget = ...`), as at the start of the process; and refills the budget that policies
+/// naming none share (`retry_fn(&Policy::new(), ...)`).
 ///
 /// For tests: a function's default budget is shared by every call in the process, so
 /// one test's outage can drain the budget of the next test that calls the same function,
@@ -345,6 +346,7 @@ pub fn reset() {
     for stats in registry.iter() {
         stats.reset();
     }
+    crate::budget::SHARED.reset();
 }
 
 /// The snapshot of the function whose path is `function` (e.g.
