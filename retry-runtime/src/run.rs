@@ -388,7 +388,13 @@ where
     #[cfg_attr(not(debug_assertions), inline(always))]
     #[cfg_attr(debug_assertions, inline)]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<G::Output> {
-        drive(self, cx).map(|outcome| outcome.expect("`Retrying` makes its own attempts"))
+        // A match rather than `Poll::map`, whose closure would be one more item compiled
+        // per function.
+        match drive(self, cx) {
+            Poll::Ready(Some(outcome)) => Poll::Ready(outcome),
+            Poll::Ready(None) => unreachable!("`Retrying` makes its own attempts"),
+            Poll::Pending => Poll::Pending,
+        }
     }
 }
 
