@@ -75,6 +75,10 @@ fn contend(path: &Path, write: fn(&mut Connection, i64, i64) -> rusqlite::Result
             .collect();
         start.wait();
         std::thread::sleep(Duration::from_millis(50));
+        // The commit needs every reader gone, and the writers' attempts each hold the
+        // read lock for a moment: the blocker waits for them rather than fail (busy) and
+        // keep the lock, which would leave every writer retrying until its deadline.
+        blocker.busy_timeout(Duration::from_secs(10)).unwrap();
         blocker.execute_batch("COMMIT").unwrap();
         workers
             .into_iter()
