@@ -233,6 +233,17 @@ mod tests {
         let source = transport.source().expect("a transport error has its cause");
         assert!(source.downcast_ref::<reqwest::Error>().is_some());
 
+        // A transport error that carries the server's status (reqwest's own
+        // `error_for_status`) tells it too.
+        let answered = reqwest::Response::from(
+            http::Response::builder()
+                .status(StatusCode::SERVICE_UNAVAILABLE)
+                .body("busy")
+                .unwrap(),
+        );
+        let with_status = RequestError::Transport(answered.error_for_status().unwrap_err());
+        assert_eq!(with_status.status(), Some(StatusCode::SERVICE_UNAVAILABLE));
+
         let timed_out = RequestError::from(AttemptTimedOut::after(Duration::from_secs(2)));
         assert_eq!(timed_out.status(), None);
         assert_eq!(
