@@ -31,12 +31,14 @@ pub mod macro_support;
 mod policy;
 #[cfg(feature = "reqwest")]
 pub mod reqwest;
+mod retry_fn;
 mod rng;
 mod run;
 #[cfg(feature = "rusqlite")]
 pub mod rusqlite;
 mod state;
 pub mod stats;
+mod step;
 pub mod telemetry;
 mod timeout;
 #[cfg(feature = "tower")]
@@ -67,8 +69,8 @@ pub use hook::BeforeWait;
 pub use key::{IdempotencyKey, ParseKeyError};
 pub use layer::nested_failure_handled;
 pub use policy::{Jitter, Layers, Policy};
+pub use retry_fn::{retry_blocking, retry_fn};
 pub use rng::seed_thread_rng;
-pub use run::{retry_blocking, retry_fn};
 pub use state::{RetryState, Step};
 pub use stats::{RetryStats, StatsSnapshot};
 pub use timeout::AttemptTimedOut;

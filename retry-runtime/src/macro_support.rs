@@ -18,8 +18,9 @@ pub use crate::handling::{Handling, Outcome, Unused, ViaDebug, ViaDisplay, ViaNa
 pub use crate::hook::BeforeWait;
 pub use crate::key::IdempotencyKey;
 pub use crate::policy::{Jitter, Layers, Policy};
-pub use crate::run::{Run, retrying, step, step_blocking};
+pub use crate::run::{Run, retrying};
 pub use crate::stats::RetryStats;
+pub use crate::step::{step, step_blocking};
 pub use crate::timeout::AttemptTimedOut;
 
 /// Picks how to show the errors of an outcome of type `R` by autoref:

@@ -1,18 +1,11 @@
-//! The driver: the one future that runs every async retried call, and the one step that
-//! runs every blocking one.
+//! The driver: the one loop (`drive`) that runs every async retried call, and the future
+//! that makes each attempt with a closure ([`Retrying`]: an `async fn` under `#[retry]`,
+//! and `retry_fn`).
 //!
-//! Every retried call goes through here, from `#[retry]` or from [`retry_fn`] and
-//! [`retry_blocking`]: the attempts are made, polled in the call's layer, cut at their
-//! time limit, and after each the call's state (`Call`) decides what follows. Three
-//! shapes reach the same loop:
-//!
-//! - [`Retrying`], a future that makes each attempt with a closure: an `async fn` under
-//!   `#[retry]` and [`retry_fn`];
-//! - [`step`], a future that runs one attempt and its wait, for an `async fn` whose
-//!   attempts cannot be made by a closure (it takes an `&mut`, which each attempt must
-//!   borrow from the function's own body): the function loops over `step`;
-//! - [`step_blocking`], the same for a blocking function, which always loops in its body
-//!   (its attempts borrow as they please, and the loop costs nothing to compile).
+//! Every retried call goes through here: the attempts are made, polled in the call's
+//! layer, cut at their time limit, and after each the call's state (`Call`) decides what
+//! follows. A function that makes its attempts in its own body reaches the same loop one
+//! attempt at a time, through `step` (async) or `step_blocking` (in `step.rs`).
 
 use std::future::Future;
 use std::pin::Pin;
@@ -21,11 +14,8 @@ use std::time::Duration;
 
 use crate::breaker::CircuitOpen;
 use crate::call::{Call, Decision, Failure, first_try_success};
-use crate::classify::Classify;
 use crate::clock::{Clock, SystemClock, TokioClock};
-use crate::handling::{
-    Handle, Handling, OnOpen, OnTimeout, OnWait, Outcome, ShowError, Unused, ViaDebug,
-};
+use crate::handling::{Handle, Handling, OnOpen, OnTimeout, OnWait, Outcome, ShowError};
 use crate::hook::BeforeWait;
 use crate::layer::{Entered, Frame};
 use crate::limit::AttemptLimit;
@@ -44,7 +34,7 @@ pub struct Run<'p, C: Clock> {
     /// frame, which has not started.
     frame: Frame,
     policy: &'p Policy,
-    call: Option<Call<'p, C>>,
+    pub(crate) call: Option<Call<'p, C>>,
 }
 
 impl<'p> Run<'p, TokioClock> {
@@ -74,7 +64,7 @@ impl<'p, C: Clock> Run<'p, C> {
     /// The call begins now, its clock started, and asks the breaker for its first
     /// attempt.
     #[cfg_attr(not(debug_assertions), inline(always))]
-    fn begin(&mut self) -> Result<(), CircuitOpen> {
+    pub(crate) fn begin(&mut self) -> Result<(), CircuitOpen> {
         let call = self.call.insert(Call::begin(self.policy));
         self.frame = call.frame();
         call.admit()
@@ -91,7 +81,7 @@ impl<'p, C: Clock> Run<'p, C> {
     /// failure if it failed: its error, and whether it was cut by its time limit (then
     /// transient, whatever the classifier would say of the error it was turned into).
     #[cfg_attr(not(debug_assertions), inline(always))]
-    fn after_attempt<R: Outcome>(
+    pub(crate) fn after_attempt<R: Outcome>(
         &mut self,
         frame: &Frame,
         failure: Option<(&R::Err, bool)>,
@@ -146,7 +136,7 @@ impl<'p, C: Clock> Run<'p, C> {
 
     /// After a wait: `true` to make the next attempt; `false` if the deadline passed
     /// meanwhile or the breaker opened, and the call returns its last failure.
-    fn resume(&mut self) -> bool {
+    pub(crate) fn resume(&mut self) -> bool {
         let call = self.call.as_mut().expect("a wait follows a failure");
         let made = match call.resume() {
             Some(frame) => {
@@ -171,7 +161,7 @@ pin_project_lite::pin_project! {
     /// Where a call is: making an attempt (beside its time limit), or waiting before
     /// the next one.
     #[project = StageProj]
-    enum Stage<G, R, L> {
+    pub(crate) enum Stage<G, R, L> {
         Attempt {
             #[pin]
             future: G,
@@ -187,8 +177,35 @@ pin_project_lite::pin_project! {
     }
 }
 
+impl<G: Future, L: AttemptLimit> Stage<G, G::Output, L> {
+    /// The first attempt, beside its limit, not set yet.
+    pub(crate) fn first(attempt: G) -> Self {
+        Stage::Attempt {
+            future: attempt,
+            limit: L::unset(),
+        }
+    }
+
+    /// The wait before the next attempt, keeping the failure.
+    pub(crate) fn waiting(wait: Duration, outcome: G::Output) -> Self {
+        Stage::Waiting {
+            sleep: tokio::time::sleep(wait),
+            outcome: Some(outcome),
+        }
+    }
+
+    /// Where the attempts are, as [`drive`] sees them.
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    pub(crate) fn now(self: Pin<&mut Self>) -> Now<'_, G::Output> {
+        match self.project() {
+            StageProj::Attempt { future, limit } => Now::Attempt(future, limit),
+            StageProj::Waiting { sleep, outcome } => Now::Waiting(sleep, outcome),
+        }
+    }
+}
+
 /// Where the attempts of a call are, as [`drive`] sees them.
-enum Now<'a, R> {
+pub(crate) enum Now<'a, R> {
     /// An attempt is in flight, beside its limit.
     Attempt(
         Pin<&'a mut dyn Future<Output = R>>,
@@ -203,7 +220,7 @@ enum Now<'a, R> {
 /// per return type, not once per function. Optimised, the loop is inlined into each
 /// future's `poll`, where the object's type is known, and the calls through it are
 /// direct.
-trait Attempts<'p, R: Outcome> {
+pub(crate) trait Attempts<'p, R: Outcome> {
     /// Where the attempts are, the call, and its handling.
     #[allow(clippy::type_complexity)]
     fn parts(self: Pin<&mut Self>) -> (Now<'_, R>, &mut Run<'p, TokioClock>, &dyn Handle<R>);
@@ -223,7 +240,7 @@ trait Attempts<'p, R: Outcome> {
 /// is what keeps a retried function cheap to compile.
 #[cfg_attr(not(debug_assertions), inline(always))]
 #[cfg_attr(debug_assertions, inline)]
-fn drive<'p, R: Outcome>(
+pub(crate) fn drive<'p, R: Outcome>(
     mut attempts: Pin<&mut dyn Attempts<'p, R>>,
     cx: &mut Context<'_>,
 ) -> Poll<Option<R>> {
@@ -350,11 +367,7 @@ where
         &dyn Handle<G::Output>,
     ) {
         let this = self.project();
-        let now = match this.stage.project() {
-            StageProj::Attempt { future, limit } => Now::Attempt(future, limit),
-            StageProj::Waiting { sleep, outcome } => Now::Waiting(sleep, outcome),
-        };
-        (now, this.run, this.handling)
+        (this.stage.now(), this.run, this.handling)
     }
 
     #[cfg_attr(not(debug_assertions), inline(always))]
@@ -363,14 +376,8 @@ where
         // The next stage is made in place: moves are copies in an unoptimised build,
         // and this method is compiled once per function.
         this.stage.set(match wait {
-            Some((wait, outcome)) => Stage::Waiting {
-                sleep: tokio::time::sleep(wait),
-                outcome: Some(outcome),
-            },
-            None => Stage::Attempt {
-                future: (this.make)(),
-                limit: L::unset(),
-            },
+            Some((wait, outcome)) => Stage::waiting(wait, outcome),
+            None => Stage::first((this.make)()),
         });
         true
     }
@@ -420,223 +427,9 @@ where
     W: OnWait<R::Err>,
 {
     Retrying {
-        stage: Stage::Attempt {
-            future: make(),
-            limit: T::Limit::unset(),
-        },
+        stage: Stage::<_, _, T::Limit>::first(make()),
         make,
         run: Run::lazy(policy),
         handling,
-    }
-}
-
-pin_project_lite::pin_project! {
-    /// One attempt of an async call, and the wait after it if it fails: what a function
-    /// that loops in its own body awaits per attempt (see [`step`]).
-    pub struct Step<'r, 'p, G: Future, H, L> {
-        #[pin]
-        stage: Stage<G, G::Output, L>,
-        run: &'r mut Run<'p, TokioClock>,
-        handling: &'r H,
-    }
-}
-
-impl<'p, G, H, L> Attempts<'p, G::Output> for Step<'_, 'p, G, H, L>
-where
-    G: Future<Output: Outcome>,
-    H: Handle<G::Output>,
-    L: AttemptLimit,
-{
-    #[inline]
-    fn parts(
-        self: Pin<&mut Self>,
-    ) -> (
-        Now<'_, G::Output>,
-        &mut Run<'p, TokioClock>,
-        &dyn Handle<G::Output>,
-    ) {
-        let this = self.project();
-        let now = match this.stage.project() {
-            StageProj::Attempt { future, limit } => Now::Attempt(future, limit),
-            StageProj::Waiting { sleep, outcome } => Now::Waiting(sleep, outcome),
-        };
-        (now, this.run, *this.handling)
-    }
-
-    fn then(self: Pin<&mut Self>, wait: Option<(Duration, G::Output)>) -> bool {
-        let Some((wait, outcome)) = wait else {
-            return false;
-        };
-        self.project().stage.set(Stage::Waiting {
-            sleep: tokio::time::sleep(wait),
-            outcome: Some(outcome),
-        });
-        true
-    }
-}
-
-impl<G, H, L> Future for Step<'_, '_, G, H, L>
-where
-    G: Future<Output: Outcome>,
-    H: Handle<G::Output>,
-    L: AttemptLimit,
-{
-    type Output = Option<G::Output>;
-
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        drive(self, cx)
-    }
-}
-
-/// Runs one attempt, `attempt`, of an async call whose function loops in its own body,
-/// and the wait after it: the outcome to return, or `None` to make the next attempt.
-#[inline]
-pub fn step<'r, 'p, R, G, S, O, T, W>(
-    run: &'r mut Run<'p, TokioClock>,
-    attempt: G,
-    handling: &'r Handling<R::Err, S, O, T, W>,
-) -> impl Future<Output = Option<R>>
-where
-    R: Outcome,
-    G: Future<Output = R>,
-    S: ShowError<R::Err>,
-    O: OnOpen<R>,
-    T: OnTimeout<R>,
-    W: OnWait<R::Err>,
-{
-    Step {
-        stage: Stage::Attempt {
-            future: attempt,
-            limit: T::Limit::unset(),
-        },
-        run,
-        handling,
-    }
-}
-
-/// Runs one attempt, `attempt`, of a blocking call, in the call's layer, and sleeps the
-/// thread through the wait after it: the outcome to return, or `None` to make the next
-/// attempt. A blocking attempt cannot be cancelled: it has no time limit.
-#[cfg_attr(not(debug_assertions), inline(always))]
-pub fn step_blocking<R, S, O, T, W>(
-    run: &mut Run<'_, SystemClock>,
-    attempt: impl FnOnce() -> R,
-    handling: &Handling<R::Err, S, O, T, W>,
-) -> Option<R>
-where
-    R: Outcome,
-    S: ShowError<R::Err>,
-    O: OnOpen<R>,
-    T: OnTimeout<R>,
-    W: OnWait<R::Err>,
-{
-    // A blocking call's clock starts with it: its attempts never yield, so there is no
-    // later moment that would still count their time.
-    let call = match &mut run.call {
-        Some(call) => call,
-        None => {
-            if let Err(open) = run.begin() {
-                return Some(handling.circuit_open(open));
-            }
-            run.call.as_mut().expect("begun")
-        }
-    };
-    let scope = call.enter(call.frame());
-    let outcome = attempt();
-    let frame = scope.leave();
-    let failure = outcome.failure().map(|error| (error, false));
-    match run.after_attempt(&frame, failure, handling) {
-        Decision::Return => Some(outcome),
-        Decision::Wait(wait) => {
-            if !wait.is_zero() {
-                std::thread::sleep(wait);
-            }
-            if run.resume() { None } else { Some(outcome) }
-        }
-    }
-}
-
-/// Retries the async operation `op` under `policy`, classifying failures with their
-/// [`Classify`] impl; what `#[retry]` does, without the macro. The error type must be
-/// able to report a timed-out attempt and an open circuit breaker, as `std::io::Error`
-/// does.
-///
-/// `op` is called once per attempt, the first time at once. Waits use tokio's timer, so
-/// the future must be polled inside a tokio runtime with the `time` driver enabled.
-///
-/// ```
-/// use std::io;
-/// use persevere_runtime::{Policy, retry_fn};
-///
-/// # #[tokio::main(flavor = "current_thread")] async fn main() {
-/// # tokio::time::pause();
-/// static POLICY: Policy = Policy::new();
-/// let mut calls = 0;
-/// let answer = retry_fn(&POLICY, || {
-///     calls += 1;
-///     let fail = calls < 3;
-///     async move {
-///         if fail { Err(io::Error::from(io::ErrorKind::ConnectionReset)) } else { Ok(42) }
-///     }
-/// })
-/// .await;
-/// assert_eq!(answer.unwrap(), 42);
-/// assert_eq!(calls, 3);
-/// # }
-/// ```
-pub fn retry_fn<T, E, F, Fut>(policy: &Policy, op: F) -> impl Future<Output = Result<T, E>>
-where
-    E: Classify + std::fmt::Debug + From<AttemptTimedOut> + From<CircuitOpen>,
-    F: FnMut() -> Fut,
-    Fut: Future<Output = Result<T, E>>,
-{
-    retrying(
-        policy,
-        op,
-        Handling::new(
-            |error: &E| error.classify(),
-            ViaDebug,
-            |open| Err(E::from(open)),
-            |timeout| Err(E::from(timeout)),
-            Unused,
-        ),
-    )
-}
-
-/// Retries the blocking operation `op` under `policy`, sleeping the thread between
-/// attempts; what `#[retry]` does on a plain function, without the macro.
-///
-/// The policy's attempt timeout does not apply: a blocking call cannot be cancelled.
-///
-/// ```
-/// use std::{io, time::Duration};
-/// use persevere_runtime::{Policy, retry_blocking};
-///
-/// static POLICY: Policy = Policy::new().with_base(Duration::from_millis(1));
-/// let mut calls = 0;
-/// let answer: io::Result<u32> = retry_blocking(&POLICY, || {
-///     calls += 1;
-///     if calls < 2 { Err(io::ErrorKind::TimedOut.into()) } else { Ok(7) }
-/// });
-/// assert_eq!(answer.unwrap(), 7);
-/// assert_eq!(calls, 2);
-/// ```
-pub fn retry_blocking<T, E, F>(policy: &Policy, mut op: F) -> Result<T, E>
-where
-    E: Classify + std::fmt::Debug + From<CircuitOpen>,
-    F: FnMut() -> Result<T, E>,
-{
-    let handling = Handling::new(
-        |error: &E| error.classify(),
-        ViaDebug,
-        |open| Err(E::from(open)),
-        Unused,
-        Unused,
-    );
-    let mut run = Run::blocking(policy);
-    loop {
-        if let Some(outcome) = step_blocking(&mut run, &mut op, &handling) {
-            return outcome;
-        }
     }
 }

@@ -31,6 +31,8 @@ const LAYERS: &[&str] = &[
     "call",
     "handling",
     "run",
+    "step",
+    "retry_fn",
     // What users and generated code reach.
     "deadline",
     "http",
