@@ -50,6 +50,14 @@ pub enum On {
     Predicate(Path),
 }
 
+/// When a slow attempt is hedged: after a delay, or after a percentile of the function's
+/// recent attempt latencies (a fraction, 0.95 for `"p95"`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum HedgeAt {
+    After(Duration),
+    Percentile(f64),
+}
+
 /// The parsed arguments; `None` where the user left the default. A value keeps its span
 /// where a later check or the generated code reports an error at it.
 #[derive(Default)]
@@ -69,6 +77,8 @@ pub struct Args {
     pub before_wait: Option<Path>,
     pub layers: Option<Layers>,
     pub key: Option<Ident>,
+    pub hedge: Option<Spanned<HedgeAt>>,
+    pub hedges: Option<Spanned<u32>>,
     pub krate: Option<Path>,
 }
 
@@ -289,6 +299,16 @@ const KEYS: &[Key] = &[
         parse: |input, args| Ok(set(&mut args.key, key_param(input)?)),
     },
     Key {
+        name: "hedge",
+        example: "e.g. `hedge = \"50ms\"` (a delay) or `hedge = \"p95\"` (a percentile of recent latencies)",
+        parse: |input, args| Ok(set(&mut args.hedge, hedge(input)?)),
+    },
+    Key {
+        name: "hedges",
+        example: "e.g. `hedges = 2`, from 1 to 3",
+        parse: |input, args| Ok(set(&mut args.hedges, hedges(input)?)),
+    },
+    Key {
         name: "crate",
         example: "e.g. `crate = \"my_persevere\"`",
         parse: |input, args| {
@@ -479,4 +499,70 @@ fn key_param(input: ParseStream) -> syn::Result<Ident> {
             "expected the name of a parameter: `key = idempotency_key`",
         )
     })
+}
+
+/// `hedge = "50ms"` or `hedge = "p95"`.
+fn hedge(input: ParseStream) -> syn::Result<Spanned<HedgeAt>> {
+    const WHAT: &str = "a delay such as \"50ms\", or a percentile of the function's recent attempt latencies such as \"p95\"";
+    let lit: LitStr = input
+        .parse()
+        .map_err(|e| syn::Error::new(e.span(), format!("expected {WHAT}, in a string")))?;
+    let span = lit.span();
+    let text = lit.value();
+    let at = |value| Ok(Spanned { value, span });
+    if let Some(number) = text.strip_prefix('p') {
+        let percent: f64 = number.parse().map_err(|_| {
+            syn::Error::new(
+                span,
+                format!("\"{text}\" is not a percentile; write `p` and a number from 50 to 99.99, e.g. \"p95\" or \"p99.9\""),
+            )
+        })?;
+        if !(50.0..100.0).contains(&percent) {
+            let why = if percent >= 100.0 {
+                "no attempt is slower than the slowest, so no hedge would ever be sent"
+            } else {
+                "below the median, most calls would be sent twice"
+            };
+            return Err(syn::Error::new(
+                span,
+                format!(
+                    "`hedge = \"{text}\"`: {why}; write a percentile from p50 to p99.99, e.g. \"p95\""
+                ),
+            ));
+        }
+        return at(HedgeAt::Percentile(percent / 100.0));
+    }
+    if text.parse::<f64>().is_ok() {
+        return Err(syn::Error::new(
+            span,
+            format!(
+                "\"{text}\" has no unit: write a percentile \"p{text}\" or a delay such as \"{text}ms\""
+            ),
+        ));
+    }
+    let delay = duration::parse(&text)
+        .map_err(|m| syn::Error::new(span, format!("{m}; `hedge` takes {WHAT}")))?;
+    if delay.is_zero() {
+        return Err(syn::Error::new(
+            span,
+            "`hedge` after no delay would send every request twice; write the time after which an attempt is slow, e.g. \"50ms\", or a percentile such as \"p95\"",
+        ));
+    }
+    at(HedgeAt::After(delay))
+}
+
+/// `hedges = N`, from 1 to 3.
+fn hedges(input: ParseStream) -> syn::Result<Spanned<u32>> {
+    let message =
+        "`hedges` is the most copies of a slow attempt sent beside it: a whole number from 1 to 3";
+    let lit: LitInt = input
+        .parse()
+        .map_err(|e| syn::Error::new(e.span(), message))?;
+    match lit.base10_parse::<u32>() {
+        Ok(n @ 1..=3) => Ok(Spanned {
+            value: n,
+            span: lit.span(),
+        }),
+        _ => Err(syn::Error::new(lit.span(), message)),
+    }
 }

@@ -5,7 +5,7 @@ use quote::{quote, quote_spanned};
 use syn::spanned::Spanned;
 use syn::{Ident, ItemFn, Path, Type};
 
-use crate::args::{self, Args, Jitter, Layers, On};
+use crate::args::{self, Args, HedgeAt, Jitter, Layers, On};
 use crate::diag::{locate, with_item};
 use crate::func::{self, RetryFn};
 use crate::item::{LightFn, is_attr};
@@ -319,15 +319,43 @@ fn generate(
         ))
         .expect("a return type");
         // Names the return type, which the attempt's `async` block takes as its output
-        // type; located at it, so that one that is not a `Result` is reported there.
+        // type; located at it, so that one that is not a `Result` is reported there. A
+        // hedged function is driven the same way, its attempts hedged, with a static
+        // that says when.
+        let (retrying, hedge_static, hedge_arg) = match &args.hedge {
+            None => (quote!(#private::retrying), quote!(), quote!()),
+            Some(at) => {
+                let hedge = hidden("__PERSEVERE_HEDGE");
+                let mut spec = match at.value {
+                    HedgeAt::After(d) => {
+                        let (secs, nanos) = (d.as_secs(), d.subsec_nanos());
+                        quote!(#private::Hedge::after(#private::Duration::new(#secs, #nanos)))
+                    }
+                    HedgeAt::Percentile(q) => {
+                        let q = proc_macro2::Literal::f64_suffixed(q);
+                        quote!(#private::Hedge::percentile(#q))
+                    }
+                };
+                if let Some(n) = &args.hedges {
+                    let n = n.value;
+                    spec.extend(quote!(.with_hedges(#n)));
+                }
+                (
+                    quote!(#private::hedging),
+                    quote!(static #hedge: #private::Hedge = #spec;),
+                    quote!(&#hedge,),
+                )
+            }
+        };
         let retrying = locate(
-            quote!(#private::retrying::<#output, _, _, _, _, _, _>),
+            quote!(#retrying::<#output, _, _, _, _, _, _>),
             output.span(),
         );
         let mut arguments = Group::new(
             Delimiter::Parenthesis,
             quote! {
                 &#site.policy,
+                #hedge_arg
                 move || {
                         #(#rebinds)*
                     async move { #stmts }
@@ -340,6 +368,7 @@ fn generate(
             #(#attrs)*
             #vis #sig {
                 #site_static
+                #hedge_static
                 #marks
                 #key_check
                 #retrying #arguments

@@ -17,6 +17,7 @@ use crate::item::is_attr;
 pub fn function(args: &Args, item: &ItemFn, marked_above: bool, errors: &mut Option<syn::Error>) {
     signature(item, errors);
     idempotent(args, item, marked_above, errors);
+    hedge(args, item, marked_above, errors);
     if let (Some(timeout), None) = (&args.attempt_timeout, &item.sig.asyncness) {
         push(
             errors,
@@ -164,6 +165,74 @@ fn idempotent(args: &Args, item: &ItemFn, marked_above: bool, errors: &mut Optio
                 ),
             ),
         );
+    }
+}
+
+/// `hedge` sends a copy of an attempt while the attempt may still be running: the
+/// function must be safe to run twice at once (`#[idempotent]`, or a key that every copy
+/// sends), async (a blocking call cannot run beside itself), and take no `&mut` (it
+/// cannot be lent to two attempts at once).
+fn hedge(args: &Args, item: &ItemFn, marked_above: bool, errors: &mut Option<syn::Error>) {
+    let Some(hedge) = &args.hedge else {
+        if let Some(hedges) = &args.hedges {
+            push(
+                errors,
+                syn::Error::new(
+                    hedges.span,
+                    "`hedges` caps the copies that `hedge` sends, and `hedge` is not set; add `hedge = \"p95\"` (or a delay such as \"50ms\"), or remove `hedges`",
+                ),
+            );
+        }
+        return;
+    };
+    let idempotent = marked_above
+        || args.key.is_some()
+        || item.attrs.iter().any(|attr| is_attr(attr, "idempotent"));
+    if !idempotent {
+        let unsent = if matches!(args.on, Some(On::Unsent(_))) {
+            "; `on = unsent` is not enough: a hedge is sent before the first request is known to have failed, let alone never to have left"
+        } else {
+            ""
+        };
+        push(
+            errors,
+            syn::Error::new(
+                hedge.span,
+                format!(
+                    "`hedge` sends a request again while the first may still be running, so both may take effect: mark the function `#[idempotent]` if running it twice at once is harmless, or take a `key: persevere::IdempotencyKey` parameter that every copy sends, and write `key = key`{unsent}"
+                ),
+            ),
+        );
+    }
+    if item.sig.asyncness.is_none() {
+        push(
+            errors,
+            syn::Error::new(
+                hedge.span,
+                "`hedge` needs an `async fn`: a hedge runs beside the attempt it hedges, which a blocking function cannot do; make the function async, or remove `hedge`",
+            ),
+        );
+    }
+    for input in &item.sig.inputs {
+        let exclusive = match input {
+            FnArg::Receiver(receiver) => {
+                matches!(bare(&receiver.ty), Type::Reference(r) if r.mutability.is_some())
+                    .then(|| receiver.span())
+            }
+            FnArg::Typed(arg) => match bare(&arg.ty) {
+                Type::Reference(r) if r.mutability.is_some() => Some(arg.ty.span()),
+                _ => None,
+            },
+        };
+        if let Some(span) = exclusive {
+            push(
+                errors,
+                syn::Error::new(
+                    span,
+                    "`hedge` runs copies of an attempt at once, and an `&mut` cannot be lent to two of them; take it by `&` (with interior mutability if it must change), or remove `hedge`",
+                ),
+            );
+        }
     }
 }
 

@@ -215,6 +215,13 @@ impl<E, S, O, T, W> Handling<E, S, O, T, W> {
     }
 }
 
+impl<E, S, O, T, W> Handling<E, S, O, T, W> {
+    /// The classifier: what a failure means.
+    pub(crate) fn classifier(&self) -> fn(&E) -> Class {
+        self.classify
+    }
+}
+
 impl<R: Outcome, S, O, T, W> Handle<R> for Handling<R::Err, S, O, T, W>
 where
     S: ShowError<R::Err>,

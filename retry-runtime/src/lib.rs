@@ -20,10 +20,12 @@ mod clock;
 pub mod deadline;
 mod give_up;
 mod handling;
+mod hedge;
 mod hook;
 #[cfg(feature = "http")]
 pub mod http;
 mod key;
+mod latency;
 mod layer;
 mod limit;
 #[doc(hidden)]

@@ -15,6 +15,7 @@ pub use crate::breaker::{CircuitBreaker, CircuitOpen};
 pub use crate::budget::RetryBudget;
 pub use crate::classify::{Class, Classify};
 pub use crate::handling::{Handling, Outcome, Unused, ViaDebug, ViaDisplay, ViaName};
+pub use crate::hedge::{Hedge, hedging};
 pub use crate::hook::BeforeWait;
 pub use crate::key::IdempotencyKey;
 pub use crate::policy::{Jitter, Layers, Policy};

@@ -61,6 +61,12 @@ pub struct RetryStats {
     waited_nanos: AtomicU64,
     /// Attempts made after a call's first: counted as they start.
     retries: AtomicU64,
+    /// Copies of slow attempts sent beside them (`hedge = ...`).
+    hedges: AtomicU64,
+    /// Copies that succeeded before the attempt they hedged.
+    hedges_won: AtomicU64,
+    /// Copies not sent because the budget refused them.
+    hedges_refused: AtomicU64,
     /// The function's retry budget, refilled by [`reset`].
     budget: Option<&'static RetryBudget>,
     #[cfg(feature = "metrics")]
@@ -74,7 +80,7 @@ pub struct StatsSnapshot {
     pub function: &'static str,
     /// Calls made.
     pub requests: u64,
-    /// Attempts made, first attempts included.
+    /// Attempts made: first attempts, retries and hedges.
     pub attempts: u64,
     /// Attempts made after a call's first, counted as they start: `attempts` less the
     /// calls that made an attempt at all (a call the breaker refused made none).
@@ -87,6 +93,12 @@ pub struct StatsSnapshot {
     pub failed: FailureCounts,
     /// Time spent waiting between attempts.
     pub waited: Duration,
+    /// Copies of slow attempts sent beside them (`hedge = ...`), each an attempt.
+    pub hedges: u64,
+    /// Hedges that succeeded before the attempt they hedged: the calls hedging sped up.
+    pub hedges_won: u64,
+    /// Hedges not sent because the retry budget refused them.
+    pub hedges_refused: u64,
 }
 
 /// Failed calls by why they stopped retrying; see [`GiveUp`].
@@ -150,6 +162,9 @@ impl RetryStats {
             failed_attempts: AtomicU64::new(0),
             waited_nanos: AtomicU64::new(0),
             retries: AtomicU64::new(0),
+            hedges: AtomicU64::new(0),
+            hedges_won: AtomicU64::new(0),
+            hedges_refused: AtomicU64::new(0),
             budget: None,
             #[cfg(feature = "metrics")]
             labels: MetricLabels::new(name),
@@ -177,6 +192,9 @@ impl RetryStats {
             &self.failed_attempts,
             &self.waited_nanos,
             &self.retries,
+            &self.hedges,
+            &self.hedges_won,
+            &self.hedges_refused,
         ] {
             zero(counter);
         }
@@ -268,6 +286,21 @@ impl RetryStats {
         self.retries.fetch_add(1, Ordering::Relaxed);
     }
 
+    /// Records a copy of a slow attempt, sent beside it.
+    pub(crate) fn record_hedge(&self) {
+        self.hedges.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Records a copy that succeeded before the attempt it hedged.
+    pub(crate) fn record_hedge_won(&self) {
+        self.hedges_won.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Records a copy the budget refused.
+    pub(crate) fn record_hedge_refused(&self) {
+        self.hedges_refused.fetch_add(1, Ordering::Relaxed);
+    }
+
     /// Records a wait between attempts.
     pub(crate) fn record_wait(&self, wait: Duration) {
         let nanos = u64::try_from(wait.as_nanos()).unwrap_or(u64::MAX);
@@ -299,9 +332,11 @@ impl RetryStats {
             breaker_opened: count(GiveUp::BreakerOpened),
         };
         let requests = succeeded + failed.total();
+        let hedges = load(&self.hedges);
         let attempts = attempts_to_success[0]
             + load(&self.retried_success_attempts)
-            + load(&self.failed_attempts);
+            + load(&self.failed_attempts)
+            + hedges;
         StatsSnapshot {
             function: self.name,
             requests,
@@ -311,6 +346,9 @@ impl RetryStats {
             attempts_to_success,
             failed,
             waited: Duration::from_nanos(load(&self.waited_nanos)),
+            hedges,
+            hedges_won: load(&self.hedges_won),
+            hedges_refused: load(&self.hedges_refused),
         }
     }
 }
@@ -383,7 +421,9 @@ impl fmt::Display for Report {
             .max()
             .unwrap_or(0)
             .max("function".len());
-        writeln!(
+        // Columns for hedges only when a function hedges.
+        let hedged = self.0.iter().any(|s| s.hedges > 0);
+        write!(
             f,
             "{:<width$}  {:>8}  {:>8}  {:>7}  {:>5}  {:>8}  {:>6}  {:>8}  {:>8}  {:>8}  {:>7}  {:>7}  {:>9}",
             "function",
@@ -400,9 +440,13 @@ impl fmt::Display for Report {
             "budget",
             "waited"
         )?;
+        if hedged {
+            write!(f, "  {:>7}  {:>7}", "hedges", "won")?;
+        }
+        writeln!(f)?;
         for s in &self.0 {
             let later: u64 = s.attempts_to_success[2..].iter().sum();
-            writeln!(
+            write!(
                 f,
                 "{:<width$}  {:>8}  {:>8}  {:>7}  {:>5.2}  {:>8}  {:>6}  {:>8}  {:>8}  {:>8}  {:>7}  {:>7}  {:>8.3}s",
                 s.function,
@@ -419,6 +463,10 @@ impl fmt::Display for Report {
                 s.failed.budget_refused,
                 s.waited.as_secs_f64(),
             )?;
+            if hedged {
+                write!(f, "  {:>7}  {:>7}", s.hedges, s.hedges_won)?;
+            }
+            writeln!(f)?;
         }
         Ok(())
     }

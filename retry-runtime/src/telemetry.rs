@@ -13,6 +13,8 @@
 //! | a call succeeded after retries | `DEBUG` | `attempts`, `elapsed_ms` |
 //! | a call gave up: attempts or uncertain attempts exhausted, deadline, `Retry-After` too long, budget spent | `WARN` | `attempts`, `elapsed_ms`, `reason`, `error` |
 //! | a call gave up: permanent error, breaker open, already retried by a nested call | `DEBUG` | the same |
+//! | a hedge was sent beside a slow attempt (`hedge = ...`) | `DEBUG` | `function`, `hedge` (1 for the first), `after_ms` |
+//! | a hedge succeeded before the attempt it hedged | `DEBUG` | `function`, `latency_ms` |
 //! | a circuit breaker opened | `WARN` | `function` |
 //! | a circuit breaker closed | `INFO` | `function` |
 //!
@@ -36,6 +38,8 @@
 //! | `persevere_budget_refusals_total` | counter | retries the budget refused |
 //! | `persevere_breaker_refusals_total` | counter | calls an open breaker refused before any attempt |
 //! | `persevere_breaker_transitions_total` | counter | breaker moves, with label `to` = `open` or `closed` |
+//! | `persevere_hedges_total` | counter | hedges sent (each also an attempt) |
+//! | `persevere_hedges_won_total` | counter | hedges that succeeded before the attempt they hedged |
 //! | `persevere_wait_seconds` | histogram | each wait between attempts |
 //! | `persevere_attempts_per_success` | histogram | attempts a successful call took |
 //!
@@ -207,6 +211,39 @@ pub(crate) fn gave_up(
         }
     }
     let _ = (policy, attempts, elapsed, reason, error);
+}
+
+/// A hedge, number `hedge` of the attempt, was sent `after` the attempt started.
+pub(crate) fn hedge_sent(policy: &Policy, hedge: u32, after: Duration) {
+    #[cfg(feature = "tracing")]
+    tracing::debug!(
+        target: "persevere",
+        function = policy.name(),
+        hedge,
+        after_ms = after.as_millis() as u64,
+        "slow attempt; hedge sent"
+    );
+    #[cfg(feature = "metrics")]
+    {
+        let labels = labels(policy);
+        counter("persevere_attempts_total", &labels.function).increment(1);
+        counter("persevere_hedges_total", &labels.function).increment(1);
+    }
+    let _ = (policy, hedge, after);
+}
+
+/// A hedge succeeded, `latency` after it was sent, before the attempt it hedged.
+pub(crate) fn hedge_won(policy: &Policy, latency: Duration) {
+    #[cfg(feature = "tracing")]
+    tracing::debug!(
+        target: "persevere",
+        function = policy.name(),
+        latency_ms = latency.as_millis() as u64,
+        "hedge won"
+    );
+    #[cfg(feature = "metrics")]
+    counter("persevere_hedges_won_total", &labels(policy).function).increment(1);
+    let _ = (policy, latency);
 }
 
 /// A call's result moved its circuit breaker to `state`.

@@ -15,6 +15,7 @@ const LAYERS: &[&str] = &[
     "limit",
     "timeout",
     "window",
+    "latency",
     // The layer nested calls see, in a thread-local.
     "layer",
     // Shared state per dependency and per function.
@@ -32,6 +33,7 @@ const LAYERS: &[&str] = &[
     "handling",
     "run",
     "step",
+    "hedge",
     "retry_fn",
     // What users and generated code reach.
     "deadline",

@@ -1,0 +1,524 @@
+//! Hedged attempts (`#[retry(hedge = ...)]`): when an attempt is slow, a copy of it is
+//! sent beside it, and the first to succeed wins.
+//!
+//! To the driver (`drive`, the one loop of every async call), a hedged attempt is one
+//! attempt: a group of [`Copies`] of the request that ends with the first copy to
+//! succeed, or with the last copy's failure once every copy has failed. The driver
+//! decides after it as after any attempt (retry, wait, give up), cuts it at the deadline
+//! as it cuts any attempt (every copy in flight is dropped), and polls it in the call's
+//! layer, so the copies' nested calls see the call's deadline. What is particular to
+//! hedging lives here:
+//!
+//! - **when** a copy is sent: after a fixed delay (`hedge = "50ms"`), or after a
+//!   percentile of the function's recent attempt latencies (`hedge = "p95"`, read from a
+//!   [`LatencySketch`]; no hedge until it holds [`MIN_SAMPLES`]), and again after the same
+//!   delay while fewer than `hedges` copies have been sent;
+//! - **what it costs**: each copy is a request, paid for from the function's retry budget
+//!   like a retry; refused, no copy is sent. A copy needs the circuit breaker closed.
+//! - **what is counted**: every copy is an attempt in the statistics (`hedges`,
+//!   `hedges_won`) and, through a permit of its own, in the breaker; a copy that fails
+//!   while another is in flight is told to the breaker then, and does not end the call.
+//!
+//! The compile-time half of hedging is in the macros: `hedge` is accepted only on an
+//! `async fn` marked `#[idempotent]` or taking an idempotency key, with no `&mut`
+//! parameter.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use crate::batch;
+use crate::breaker::Permit;
+use crate::classify::Class;
+use crate::clock::{Clock, CompactInstant, TokioClock};
+use crate::handling::{Handle, Handling, OnOpen, OnTimeout, OnWait, Outcome, ShowError};
+use crate::latency::{LatencySketch, MIN_SAMPLES};
+use crate::limit::AttemptLimit;
+use crate::policy::Policy;
+use crate::run::{Attempts, Now, Run, drive};
+use crate::telemetry;
+
+/// The most hedges (copies beyond the first) a call may have sent at once.
+pub const MAX_HEDGES: u32 = 3;
+
+/// When a slow attempt is hedged. (The sketch is kept inline, not boxed: a `Hedge` is a
+/// `static`, made in `const` context.)
+#[derive(Debug)]
+#[allow(clippy::large_enum_variant)]
+enum Delay {
+    /// After this long.
+    After(Duration),
+    /// After the sketch's percentile of recent latencies.
+    Percentile(LatencySketch),
+}
+
+/// A function's hedging: when to send a copy of a slow attempt, and how many. One
+/// static per hedged function, written by `#[retry(hedge = ..., hedges = ...)]`.
+#[derive(Debug)]
+pub struct Hedge {
+    delay: Delay,
+    hedges: u32,
+}
+
+impl Hedge {
+    /// Hedges an attempt that has not finished after `delay`, once.
+    pub const fn after(delay: Duration) -> Self {
+        assert!(
+            !delay.is_zero(),
+            "a hedge after no delay sends every request twice"
+        );
+        Self {
+            delay: Delay::After(delay),
+            hedges: 1,
+        }
+    }
+
+    /// Hedges an attempt that has run longer than the `quantile` of the function's
+    /// recent attempt latencies (0.95 for p95), once; no hedge until
+    /// [`MIN_SAMPLES`] latencies are known.
+    pub const fn percentile(quantile: f64) -> Self {
+        Self {
+            delay: Delay::Percentile(LatencySketch::new(quantile)),
+            hedges: 1,
+        }
+    }
+
+    /// Sends up to `hedges` copies (1 to [`MAX_HEDGES`]), each a delay after the last.
+    pub const fn with_hedges(mut self, hedges: u32) -> Self {
+        assert!(
+            hedges >= 1 && hedges <= MAX_HEDGES,
+            "`hedges` is from 1 to 3"
+        );
+        self.hedges = hedges;
+        self
+    }
+
+    /// How long an attempt runs before it is hedged, if it is to be.
+    pub fn delay(&self) -> Option<Duration> {
+        match &self.delay {
+            Delay::After(delay) => Some(*delay),
+            Delay::Percentile(sketch) => sketch.percentile(),
+        }
+    }
+
+    /// The most copies a call sends beside its attempt.
+    pub fn hedges(&self) -> u32 {
+        self.hedges
+    }
+
+    /// Latencies needed before a percentile hedge is sent.
+    pub const MIN_SAMPLES: u32 = MIN_SAMPLES;
+
+    /// Learns that an attempt took `latency` (or had run this long when it was dropped
+    /// because another won).
+    fn learn(&self, latency: Duration) {
+        if let Delay::Percentile(sketch) = &self.delay {
+            sketch.record(latency);
+        }
+    }
+}
+
+/// A copy sent beside the first: boxed, since a call has at most a few and most calls
+/// none, so that a hedged function's future grows by a few words rather than by copies
+/// of its attempt.
+struct Sent<G> {
+    future: Pin<Box<G>>,
+    sent: Instant,
+}
+
+pin_project_lite::pin_project! {
+    /// One hedged attempt: the attempt, the copies sent beside it, and the timer of the
+    /// next copy. A future that ends with the first success, or once every copy has
+    /// failed, with the last failure.
+    pub(crate) struct Copies<'p, M, G, E> {
+        #[pin]
+        first: Option<G>,
+        // When the first was first polled, once it was found waiting.
+        started: Option<Instant>,
+        copies: [Option<Sent<G>>; MAX_HEDGES as usize],
+        // The breaker's permits of copies sent, for the failures told before the end.
+        permits: [Option<Permit>; MAX_HEDGES as usize],
+        #[pin]
+        timer: Option<tokio::time::Sleep>,
+        // Copies sent so far; `None` before the first poll, when the delay is read.
+        sent: Option<u32>,
+        delay: Option<Duration>,
+        make: M,
+        hedge: &'static Hedge,
+        policy: &'p Policy,
+        classify: fn(&E) -> Class,
+    }
+}
+
+impl<'p, M, G, E> Copies<'p, M, G, E>
+where
+    M: FnMut() -> G,
+    G: Future<Output: Outcome<Err = E>>,
+{
+    /// The attempt `first`, not yet hedged.
+    fn new(
+        first: G,
+        make: M,
+        hedge: &'static Hedge,
+        policy: &'p Policy,
+        classify: fn(&E) -> Class,
+    ) -> Self {
+        Self {
+            first: Some(first),
+            started: None,
+            copies: [const { None }; MAX_HEDGES as usize],
+            permits: [None; MAX_HEDGES as usize],
+            timer: None,
+            sent: None,
+            delay: None,
+            make,
+            hedge,
+            policy,
+            classify,
+        }
+    }
+
+    /// Drops every copy in flight (their permits given back), and makes a new attempt
+    /// if `next`.
+    fn restart(self: Pin<&mut Self>, next: bool) {
+        let mut this = self.project();
+        for copy in this.copies.iter_mut() {
+            *copy = None;
+        }
+        abandon(this.policy, this.permits);
+        this.timer.set(None);
+        *this.started = None;
+        *this.sent = None;
+        let first = if next { Some((this.make)()) } else { None };
+        this.first.set(first);
+    }
+}
+
+/// Gives back the permits of copies that will not be told to the breaker.
+fn abandon(policy: &Policy, permits: &mut [Option<Permit>]) {
+    for permit in permits.iter_mut().filter_map(Option::take) {
+        if let Some(breaker) = policy.breaker() {
+            breaker.abandon(permit);
+        }
+    }
+}
+
+impl<M, G, E> Future for Copies<'_, M, G, E>
+where
+    M: FnMut() -> G,
+    G: Future<Output: Outcome<Err = E>>,
+{
+    type Output = G::Output;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<G::Output> {
+        let mut this = self.project();
+        let hedge = *this.hedge;
+        let policy = *this.policy;
+        loop {
+            let in_flight =
+                usize::from(this.first.is_some()) + this.copies.iter().flatten().count();
+            // The first attempt.
+            if let Some(first) = this.first.as_mut().as_pin_mut() {
+                if let Poll::Ready(outcome) = first.poll(cx) {
+                    this.first.set(None);
+                    let latency = this.started.map(|started| TokioClock::now() - started);
+                    match outcome.failure() {
+                        None => {
+                            hedge.learn(latency.unwrap_or_default());
+                            return Poll::Ready(won(
+                                outcome,
+                                None,
+                                this.copies,
+                                this.permits,
+                                hedge,
+                                policy,
+                            ));
+                        }
+                        Some(_) if in_flight == 1 => return Poll::Ready(outcome),
+                        Some(error) => tell_failure(policy, this.permits, (this.classify)(error)),
+                    }
+                }
+            }
+            // The copies sent beside it.
+            for i in 0..this.copies.len() {
+                let Some(copy) = &mut this.copies[i] else {
+                    continue;
+                };
+                let Poll::Ready(outcome) = copy.future.as_mut().poll(cx) else {
+                    continue;
+                };
+                let latency = TokioClock::now() - copy.sent;
+                this.copies[i] = None;
+                let in_flight =
+                    usize::from(this.first.is_some()) + this.copies.iter().flatten().count();
+                match outcome.failure() {
+                    None => {
+                        hedge.learn(latency);
+                        // The first attempt, still running, lost: its time so far is a
+                        // lower bound of its latency, and is learnt as one.
+                        if let Some(started) = *this.started {
+                            if this.first.is_some() {
+                                hedge.learn(TokioClock::now() - started);
+                            }
+                        }
+                        this.first.set(None);
+                        if let Some(stats) = policy.stats() {
+                            stats.record_hedge_won();
+                        }
+                        telemetry::hedge_won(policy, latency);
+                        return Poll::Ready(won(
+                            outcome,
+                            Some(i),
+                            this.copies,
+                            this.permits,
+                            hedge,
+                            policy,
+                        ));
+                    }
+                    Some(_) if in_flight == 0 => {
+                        // The last copy's failure is the attempt's: the driver tells it
+                        // to the breaker with the call's own permit.
+                        abandon(policy, this.permits);
+                        return Poll::Ready(outcome);
+                    }
+                    Some(error) => tell_failure(policy, this.permits, (this.classify)(error)),
+                }
+            }
+            // The next copy, when the timer says.
+            let sent = match *this.sent {
+                Some(sent) => sent,
+                None => {
+                    // The first poll that found the attempt waiting: the delay starts.
+                    let now = TokioClock::now();
+                    *this.started = Some(now);
+                    *this.delay = hedge.delay();
+                    if let Some(delay) = *this.delay {
+                        this.timer
+                            .set(Some(tokio::time::sleep_until((now + delay).into())));
+                    }
+                    *this.sent = Some(0);
+                    0
+                }
+            };
+            let Some(timer) = this.timer.as_mut().as_pin_mut() else {
+                return Poll::Pending;
+            };
+            if timer.poll(cx).is_pending() {
+                return Poll::Pending;
+            }
+            this.timer.set(None);
+            let Some(permit) = admit_copy(policy) else {
+                return Poll::Pending;
+            };
+            let i = this
+                .copies
+                .iter()
+                .position(Option::is_none)
+                .expect("a free slot");
+            let now = TokioClock::now();
+            this.copies[i] = Some(Sent {
+                future: Box::pin((this.make)()),
+                sent: now,
+            });
+            if let Some(permit) = permit {
+                let slot = this
+                    .permits
+                    .iter_mut()
+                    .find(|p| p.is_none())
+                    .expect("a free permit slot");
+                *slot = Some(permit);
+            }
+            let sent = sent + 1;
+            *this.sent = Some(sent);
+            if let Some(stats) = policy.stats() {
+                stats.record_hedge();
+            }
+            let waited = this
+                .started
+                .map(|started| now - started)
+                .unwrap_or_default();
+            telemetry::hedge_sent(policy, sent, waited);
+            if sent < hedge.hedges() {
+                if let Some(delay) = *this.delay {
+                    this.timer
+                        .set(Some(tokio::time::sleep_until((now + delay).into())));
+                }
+            }
+            // Polls the new copy at once.
+        }
+    }
+}
+
+/// The attempt's success: every other copy in flight is dropped now, and its permit
+/// given back (the driver tells the breaker of the success with the call's own); their
+/// time so far is learnt as a lower bound of their latency.
+fn won<G, R>(
+    outcome: R,
+    winner: Option<usize>,
+    copies: &mut [Option<Sent<G>>],
+    permits: &mut [Option<Permit>],
+    hedge: &Hedge,
+    policy: &Policy,
+) -> R {
+    let now = TokioClock::now();
+    for (i, copy) in copies.iter_mut().enumerate() {
+        if let Some(copy) = copy.take() {
+            if Some(i) != winner {
+                hedge.learn(now - copy.sent);
+            }
+        }
+    }
+    abandon(policy, permits);
+    outcome
+}
+
+/// Tells the breaker of a copy that failed while another is in flight, with one of the
+/// permits of the copies sent: a permit is the right to one attempt, not to a given one.
+fn tell_failure(policy: &Policy, permits: &mut [Option<Permit>], class: Class) {
+    let Some(breaker) = policy.breaker() else {
+        return;
+    };
+    if let Some(permit) = permits.iter_mut().find_map(Option::take) {
+        if let Some(moved) = breaker.record(permit, !class.is_retryable(), TokioClock::now()) {
+            telemetry::breaker_moved(policy, moved);
+        }
+    }
+}
+
+/// Whether a copy may be sent now: the breaker is closed (a copy is never a half-open
+/// breaker's probe), and the budget pays for it. `Some(permit)` if so, with the breaker's
+/// permit if the policy has a breaker.
+fn admit_copy(policy: &Policy) -> Option<Option<Permit>> {
+    let now = TokioClock::now();
+    let permit = match policy.breaker() {
+        None => None,
+        Some(breaker) => match breaker.admit(now) {
+            Ok(Permit::Closed) => Some(Permit::Closed),
+            Ok(probe) => {
+                breaker.abandon(probe);
+                return None;
+            }
+            Err(_) => return None,
+        },
+    };
+    // The budget learns of this thread's pending requests before it is asked.
+    if let Some(slot) = policy.stats().and_then(|stats| stats.slot()) {
+        batch::flush(slot, CompactInstant::new(now));
+    }
+    if policy.budget().withdraw(now) {
+        return Some(permit);
+    }
+    if let (Some(breaker), Some(permit)) = (policy.breaker(), permit) {
+        breaker.abandon(permit);
+    }
+    if let Some(stats) = policy.stats() {
+        stats.record_hedge_refused();
+    }
+    None
+}
+
+pin_project_lite::pin_project! {
+    /// An async retried call whose slow attempts are hedged: as [`crate::run::Retrying`],
+    /// with each attempt a group of [`Copies`].
+    pub struct Hedging<'p, M, G: Future, H, L, E> {
+        #[pin]
+        copies: Copies<'p, M, G, E>,
+        #[pin]
+        limit: L,
+        // The wait before the next attempt, and the failure kept through it.
+        #[pin]
+        wait: Option<tokio::time::Sleep>,
+        outcome: Option<G::Output>,
+        run: Run<'p, TokioClock>,
+        handling: H,
+    }
+}
+
+impl<'p, M, G, H, L, E> Attempts<'p, G::Output> for Hedging<'p, M, G, H, L, E>
+where
+    M: FnMut() -> G,
+    G: Future<Output: Outcome<Err = E>>,
+    H: Handle<G::Output>,
+    L: AttemptLimit,
+{
+    fn parts(
+        self: Pin<&mut Self>,
+    ) -> (
+        Now<'_, G::Output>,
+        &mut Run<'p, TokioClock>,
+        &dyn Handle<G::Output>,
+    ) {
+        let this = self.project();
+        let now = match this.wait.as_pin_mut() {
+            Some(sleep) => Now::Waiting(sleep, this.outcome),
+            None => Now::Attempt(this.copies, this.limit),
+        };
+        (now, this.run, this.handling)
+    }
+
+    fn then(self: Pin<&mut Self>, wait: Option<(Duration, G::Output)>) -> bool {
+        let mut this = self.project();
+        this.limit.set(L::unset());
+        match wait {
+            Some((wait, outcome)) => {
+                // A copy cut at the deadline may still be in flight: dropped now.
+                this.copies.restart(false);
+                *this.outcome = Some(outcome);
+                this.wait.set(Some(tokio::time::sleep(wait)));
+            }
+            None => {
+                this.wait.set(None);
+                this.copies.restart(true);
+            }
+        }
+        true
+    }
+}
+
+impl<M, G, H, L, E> Future for Hedging<'_, M, G, H, L, E>
+where
+    M: FnMut() -> G,
+    G: Future<Output: Outcome<Err = E>>,
+    H: Handle<G::Output>,
+    L: AttemptLimit,
+{
+    type Output = G::Output;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<G::Output> {
+        match drive(self, cx) {
+            Poll::Ready(Some(outcome)) => Poll::Ready(outcome),
+            Poll::Ready(None) => unreachable!("`Hedging` makes its own attempts"),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+}
+
+/// Runs an async function under `policy`, hedging its slow attempts as `hedge` says:
+/// `make` makes each attempt's future (and each copy's), and `handling` says how the
+/// function treats its failures.
+pub fn hedging<R, M, G, S, O, T, W>(
+    policy: &Policy,
+    hedge: &'static Hedge,
+    mut make: M,
+    handling: Handling<R::Err, S, O, T, W>,
+) -> impl Future<Output = R>
+where
+    R: Outcome,
+    M: FnMut() -> G,
+    G: Future<Output = R>,
+    S: ShowError<R::Err>,
+    O: OnOpen<R>,
+    T: OnTimeout<R>,
+    W: OnWait<R::Err>,
+{
+    let first = make();
+    Hedging {
+        copies: Copies::new(first, make, hedge, policy, handling.classifier()),
+        limit: T::Limit::unset(),
+        wait: None,
+        outcome: None,
+        run: Run::lazy(policy),
+        handling,
+    }
+}

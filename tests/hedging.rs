@@ -1,0 +1,359 @@
+//! Hedged attempts (`hedge = ...`), in virtual time: when a copy is sent, which wins,
+//! what is cancelled, what is counted, and what the budget allows.
+
+use std::io;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
+
+use persevere::{CircuitBreaker, IdempotencyKey, RetryBudget, idempotent, retry};
+use tokio::time::Instant;
+
+static UNLIMITED: RetryBudget = RetryBudget::unlimited();
+
+const fn ms(n: u64) -> Duration {
+    Duration::from_millis(n)
+}
+
+/// How each attempt goes, by the order it starts in: it takes `.0`, then succeeds with
+/// its number or fails with `.1`. The last step is repeated.
+struct Script {
+    steps: Vec<(Duration, Option<io::ErrorKind>)>,
+    started: AtomicU32,
+    finished: AtomicU32,
+}
+
+impl Script {
+    fn new(steps: &[(u64, Option<io::ErrorKind>)]) -> Self {
+        Self {
+            steps: steps.iter().map(|&(t, e)| (ms(t), e)).collect(),
+            started: AtomicU32::new(0),
+            finished: AtomicU32::new(0),
+        }
+    }
+
+    async fn attempt(&self) -> io::Result<u32> {
+        let n = self.started.fetch_add(1, Ordering::SeqCst);
+        let (takes, fails) = self.steps[(n as usize).min(self.steps.len() - 1)];
+        tokio::time::sleep(takes).await;
+        self.finished.fetch_add(1, Ordering::SeqCst);
+        match fails {
+            None => Ok(n + 1),
+            Some(kind) => Err(io::Error::from(kind)),
+        }
+    }
+
+    /// Attempts started, and those that ran to their end (not cancelled).
+    fn counts(&self) -> (u32, u32) {
+        (
+            self.started.load(Ordering::SeqCst),
+            self.finished.load(Ordering::SeqCst),
+        )
+    }
+}
+
+const FAIL: Option<io::ErrorKind> = Some(io::ErrorKind::ConnectionReset);
+const OK: Option<io::ErrorKind> = None;
+
+fn stats(name: &str) -> persevere::StatsSnapshot {
+    persevere::stats::get(name).expect("called")
+}
+
+#[retry(hedge = "50ms", budget = UNLIMITED)]
+#[idempotent]
+async fn hedged(script: &Script) -> io::Result<u32> {
+    script.attempt().await
+}
+
+// A slow first attempt gets a copy at 50 ms; the copy answers in 10 ms and wins, and the
+// first is dropped at once.
+// Can fail: no hedge (the call takes 1 s), a hedge sent at the wrong time, or a loser left
+// running.
+#[tokio::test(start_paused = true)]
+async fn a_slow_attempt_is_hedged_and_the_first_success_wins() {
+    let script = Script::new(&[(1000, OK), (10, OK)]);
+    let start = Instant::now();
+    assert_eq!(hedged(&script).await.unwrap(), 2);
+    assert_eq!(start.elapsed(), ms(60));
+    assert_eq!(script.counts(), (2, 1));
+    let s = stats("hedged");
+    assert_eq!((s.requests, s.attempts, s.retries), (1, 2, 0));
+    assert_eq!((s.hedges, s.hedges_won), (1, 1));
+    assert_eq!(s.attempts_to_success[0], 1);
+}
+
+#[retry(hedge = "50ms", budget = UNLIMITED)]
+#[idempotent]
+async fn hedged_fast(script: &Script) -> io::Result<u32> {
+    script.attempt().await
+}
+
+// An attempt that finishes before the delay is never hedged.
+#[tokio::test(start_paused = true)]
+async fn an_attempt_faster_than_the_delay_is_not_hedged() {
+    let script = Script::new(&[(49, OK)]);
+    for _ in 0..3 {
+        let start = Instant::now();
+        hedged_fast(&script).await.unwrap();
+        assert_eq!(start.elapsed(), ms(49));
+    }
+    assert_eq!(script.counts(), (3, 3));
+    let s = stats("hedged_fast");
+    assert_eq!((s.requests, s.attempts, s.hedges), (3, 3, 0));
+}
+
+#[retry(hedge = "50ms", budget = UNLIMITED)]
+#[idempotent]
+async fn hedged_first_fails(script: &Script) -> io::Result<u32> {
+    script.attempt().await
+}
+
+// The first attempt fails at 100 ms while its copy (sent at 50 ms) is in flight: the call
+// waits for the copy, which succeeds at 200 ms, with no retry and no wait.
+// Can fail: a failure that ends the group (the call would retry and wait, or return the
+// error).
+#[tokio::test(start_paused = true)]
+async fn a_failure_while_a_copy_is_in_flight_does_not_end_the_call() {
+    let script = Script::new(&[(100, FAIL), (150, OK)]);
+    let start = Instant::now();
+    assert_eq!(hedged_first_fails(&script).await.unwrap(), 2);
+    assert_eq!(start.elapsed(), ms(200));
+    assert_eq!(script.counts(), (2, 2));
+    let s = stats("hedged_first_fails");
+    assert_eq!(
+        (s.attempts, s.retries, s.hedges, s.hedges_won),
+        (2, 0, 1, 1)
+    );
+    assert_eq!(s.waited, Duration::ZERO);
+}
+
+#[retry(hedge = "50ms", budget = UNLIMITED)]
+#[idempotent]
+async fn hedged_copy_fails(script: &Script) -> io::Result<u32> {
+    script.attempt().await
+}
+
+// The copy fails first (at 60 ms) and the first attempt succeeds at 100 ms: its success
+// is the call's, and the copy did not win.
+#[tokio::test(start_paused = true)]
+async fn a_copy_that_fails_leaves_the_first_attempt_running() {
+    let script = Script::new(&[(100, OK), (10, FAIL)]);
+    let start = Instant::now();
+    assert_eq!(hedged_copy_fails(&script).await.unwrap(), 1);
+    assert_eq!(start.elapsed(), ms(100));
+    assert_eq!(script.counts(), (2, 2));
+    let s = stats("hedged_copy_fails");
+    assert_eq!((s.attempts, s.hedges, s.hedges_won), (2, 1, 0));
+}
+
+#[retry(hedge = "50ms", attempts = 2, base = "1s", jitter = "none", budget = UNLIMITED)]
+#[idempotent]
+async fn hedged_all_fail(script: &Script) -> io::Result<u32> {
+    script.attempt().await
+}
+
+// Every copy fails: the group ends with the last failure (at 150 ms, the copy's), and the
+// call retries by its policy: a wait of 1 s, then a second hedged attempt, which fails
+// the same way, and the call gives up with the last error.
+#[tokio::test(start_paused = true)]
+async fn when_every_copy_fails_the_call_retries_by_its_policy() {
+    let script = Script::new(&[(100, FAIL)]);
+    let start = Instant::now();
+    let error = hedged_all_fail(&script).await.unwrap_err();
+    assert_eq!(error.kind(), io::ErrorKind::ConnectionReset);
+    // 150 ms (the copy sent at 50 ms fails at 150), 1 s of wait, 150 ms again.
+    assert_eq!(start.elapsed(), ms(1300));
+    assert_eq!(script.counts(), (4, 4));
+    let s = stats("hedged_all_fail");
+    assert_eq!((s.requests, s.attempts, s.retries, s.hedges), (1, 4, 1, 2));
+    assert_eq!(s.failed.attempts_exhausted, 1);
+}
+
+#[retry(hedge = "50ms", hedges = 2, deadline = "300ms", budget = UNLIMITED)]
+#[idempotent]
+async fn hedged_hangs(script: &Script) -> io::Result<u32> {
+    script.attempt().await
+}
+
+// A dependency that hangs: two copies, at 50 and 100 ms, hang too, and the deadline cuts
+// all three at 300 ms.
+// Can fail: a third copy (`hedges = 2` caps them), or a copy that outlives the deadline.
+#[tokio::test(start_paused = true)]
+async fn the_deadline_cuts_every_copy() {
+    let script = Script::new(&[(3_600_000, OK)]);
+    let start = Instant::now();
+    let error = hedged_hangs(&script).await.unwrap_err();
+    assert_eq!(error.kind(), io::ErrorKind::TimedOut);
+    assert_eq!(start.elapsed(), ms(300));
+    assert_eq!(script.counts(), (3, 0));
+    assert_eq!(stats("hedged_hangs").hedges, 2);
+}
+
+#[retry(hedge = "p90", budget = UNLIMITED)]
+#[idempotent]
+async fn hedged_p90(script: &Script) -> io::Result<u32> {
+    script.attempt().await
+}
+
+// By percentile: no hedge until the function has seen 100 latencies; then a slow attempt
+// is hedged just after the 90th percentile of them (10 ms, read to within 1/16).
+#[tokio::test(start_paused = true)]
+async fn a_percentile_hedge_waits_for_enough_latencies() {
+    // 99 calls of 10 ms, then one slow call: not hedged, 99 latencies known.
+    let mut steps = vec![(10, OK); 99];
+    steps.push((1000, OK));
+    // Then a slow first attempt (the 101st) whose copy answers in 10 ms.
+    steps.push((1000, OK));
+    steps.push((10, OK));
+    let script = Script::new(&steps);
+    for _ in 0..99 {
+        hedged_p90(&script).await.unwrap();
+    }
+    let start = Instant::now();
+    assert_eq!(hedged_p90(&script).await.unwrap(), 100);
+    assert_eq!(start.elapsed(), ms(1000), "no hedge before 100 latencies");
+    assert_eq!(stats("hedged_p90").hedges, 0);
+    let start = Instant::now();
+    assert_eq!(hedged_p90(&script).await.unwrap(), 102);
+    let elapsed = start.elapsed();
+    assert!(
+        elapsed > ms(20) && elapsed <= ms(21),
+        "hedged after the p90 of 10 ms, and won 10 ms later: {elapsed:?}"
+    );
+    let s = stats("hedged_p90");
+    assert_eq!((s.hedges, s.hedges_won), (1, 1));
+}
+
+static EVERY_HEDGE: RetryBudget = RetryBudget::new();
+
+#[retry(hedge = "10ms", budget = EVERY_HEDGE)]
+#[idempotent]
+async fn hedged_always_slow(script: &Script) -> io::Result<u32> {
+    script.attempt().await
+}
+
+// Every request is slow, so every call wants a hedge: the budget pays for them as for
+// retries, at most its floor (2) plus 10 % of requests, plus the debt of one.
+// 1,000 calls, 50 at a time: at most 103 hedges, where unbudgeted hedging sends 1,000.
+// Can fail: hedges not paid for from the budget.
+#[tokio::test(start_paused = true)]
+async fn when_every_request_is_slow_hedges_stay_within_the_budget() {
+    let script = Script::new(&[(1000, OK)]);
+    for _ in 0..20 {
+        let calls: Vec<_> = (0..50).map(|_| hedged_always_slow(&script)).collect();
+        for result in futures_join_all(calls).await {
+            result.unwrap();
+        }
+    }
+    let s = stats("hedged_always_slow");
+    assert_eq!(s.requests, 1000);
+    assert!(s.hedges <= 103, "{s:?}");
+    // It did hedge: the budget's 10 % is spent, not withheld.
+    assert!(s.hedges >= 90, "{s:?}");
+    assert_eq!(s.hedges + s.hedges_refused, 1000);
+    assert_eq!(u64::from(script.counts().0), 1000 + s.hedges);
+}
+
+/// Awaits every future, concurrently, in order.
+async fn futures_join_all<F: std::future::Future>(futures: Vec<F>) -> Vec<F::Output> {
+    let mut set = Vec::new();
+    let mut pinned: Vec<_> = futures.into_iter().map(Box::pin).collect();
+    std::future::poll_fn(|cx| {
+        let mut pending = false;
+        while set.len() < pinned.len() {
+            set.push(None);
+        }
+        for (slot, future) in set.iter_mut().zip(pinned.iter_mut()) {
+            if slot.is_none() {
+                match future.as_mut().poll(cx) {
+                    std::task::Poll::Ready(out) => *slot = Some(out),
+                    std::task::Poll::Pending => pending = true,
+                }
+            }
+        }
+        if pending {
+            std::task::Poll::Pending
+        } else {
+            std::task::Poll::Ready(())
+        }
+    })
+    .await;
+    set.into_iter().map(Option::unwrap).collect()
+}
+
+static SENT_KEYS: Mutex<Vec<IdempotencyKey>> = Mutex::new(Vec::new());
+
+#[retry(hedge = "50ms", key = key, budget = UNLIMITED)]
+async fn hedged_write(script: &Script, key: IdempotencyKey) -> io::Result<u32> {
+    SENT_KEYS.lock().unwrap().push(key);
+    script.attempt().await
+}
+
+// A write made safe by its key: every copy sends the same key.
+#[tokio::test(start_paused = true)]
+async fn every_copy_of_a_write_sends_its_key() {
+    let script = Script::new(&[(1000, OK), (10, OK)]);
+    let key = IdempotencyKey::new();
+    assert_eq!(hedged_write(&script, key).await.unwrap(), 2);
+    let keys = SENT_KEYS.lock().unwrap();
+    assert_eq!(*keys, vec![key, key]);
+}
+
+static BREAKER: CircuitBreaker = CircuitBreaker::new().with_consecutive_failures(2);
+
+#[retry(hedge = "50ms", attempts = 1, breaker = BREAKER, budget = UNLIMITED)]
+#[idempotent]
+async fn hedged_behind_breaker(script: &Script) -> Result<u32, BreakerError> {
+    Ok(script.attempt().await?)
+}
+
+// The breaker sees every copy: the first fails while its copy is in flight (one failure),
+// then the copy fails (the second in a row), and the breaker opens.
+// Can fail: a copy's failure not told to the breaker (it would stay closed).
+#[tokio::test(start_paused = true)]
+async fn the_breaker_sees_every_copy() {
+    let script = Script::new(&[(100, FAIL), (100, FAIL)]);
+    hedged_behind_breaker(&script).await.unwrap_err();
+    assert_eq!(script.counts(), (2, 2));
+    assert_eq!(
+        BREAKER.state(std::time::Instant::now()),
+        persevere::BreakerState::Open
+    );
+    // Open, it refuses the next call before any attempt.
+    let error = hedged_behind_breaker(&script).await.unwrap_err();
+    assert!(matches!(error, BreakerError::Open(_)));
+    assert_eq!(script.counts(), (2, 2));
+}
+
+#[derive(Debug)]
+enum BreakerError {
+    Io(io::Error),
+    Open(persevere::CircuitOpen),
+}
+
+impl From<io::Error> for BreakerError {
+    fn from(e: io::Error) -> Self {
+        Self::Io(e)
+    }
+}
+
+impl From<persevere::CircuitOpen> for BreakerError {
+    fn from(e: persevere::CircuitOpen) -> Self {
+        Self::Open(e)
+    }
+}
+
+impl From<persevere::AttemptTimedOut> for BreakerError {
+    fn from(e: persevere::AttemptTimedOut) -> Self {
+        Self::Io(e.into())
+    }
+}
+
+impl persevere::Classify for BreakerError {
+    fn classify(&self) -> persevere::Class {
+        match self {
+            Self::Io(e) => e.classify(),
+            Self::Open(e) => e.classify(),
+        }
+    }
+}
