@@ -217,18 +217,21 @@ fn hedge(args: &Args, item: &ItemFn, marked_above: bool, errors: &mut Option<syn
         let exclusive = match input {
             FnArg::Receiver(receiver) => {
                 matches!(bare(&receiver.ty), Type::Reference(r) if r.mutability.is_some())
-                    .then(|| receiver.span())
+                    .then(|| quote!(#receiver))
             }
             FnArg::Typed(arg) => match bare(&arg.ty) {
-                Type::Reference(r) if r.mutability.is_some() => Some(arg.ty.span()),
+                Type::Reference(r) if r.mutability.is_some() => {
+                    let ty = &arg.ty;
+                    Some(quote!(#ty))
+                }
                 _ => None,
             },
         };
-        if let Some(span) = exclusive {
+        if let Some(tokens) = exclusive {
             push(
                 errors,
-                syn::Error::new(
-                    span,
+                syn::Error::new_spanned(
+                    tokens,
                     "`hedge` runs copies of an attempt at once, and an `&mut` cannot be lent to two of them; take it by `&` (with interior mutability if it must change), or remove `hedge`",
                 ),
             );
