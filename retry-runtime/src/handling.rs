@@ -11,7 +11,6 @@ use std::marker::PhantomData;
 use crate::breaker::CircuitOpen;
 use crate::classify::Class;
 use crate::hook::BeforeWait;
-use crate::limit::{AttemptLimit, NoLimit, Timer};
 use crate::timeout::AttemptTimedOut;
 
 /// The return type of a retried function: a `Result`.
@@ -124,15 +123,15 @@ impl<R> OnOpen<R> for Unused {
 
 /// Makes the outcome of an attempt cut by its time limit.
 pub trait OnTimeout<R> {
-    /// Where an attempt's time limit is kept: a timer, or for a function without a
-    /// limit nothing at all.
-    type Limit: AttemptLimit;
+    /// Whether an attempt is cut at its time limit: not for a function that cannot say
+    /// so in its error type.
+    const LIMITED: bool;
     /// The outcome of an attempt cut by `timeout`.
     fn timed_out(&self, timeout: AttemptTimedOut) -> R;
 }
 
 impl<R, F: Fn(AttemptTimedOut) -> R> OnTimeout<R> for F {
-    type Limit = Timer;
+    const LIMITED: bool = true;
 
     fn timed_out(&self, timeout: AttemptTimedOut) -> R {
         self(timeout)
@@ -140,7 +139,7 @@ impl<R, F: Fn(AttemptTimedOut) -> R> OnTimeout<R> for F {
 }
 
 impl<R> OnTimeout<R> for Unused {
-    type Limit = NoLimit;
+    const LIMITED: bool = false;
 
     fn timed_out(&self, _: AttemptTimedOut) -> R {
         unreachable!("only a policy with an attempt timeout cuts an attempt")
@@ -172,6 +171,8 @@ pub(crate) trait Handle<R: Outcome> {
     fn show<'e>(&self, error: &'e R::Err) -> Shown<'e>;
     /// The outcome of a call refused by the breaker.
     fn circuit_open(&self, open: CircuitOpen) -> R;
+    /// Whether an attempt is cut at its time limit.
+    fn limited(&self) -> bool;
     /// The outcome of an attempt cut by its time limit.
     fn timed_out(&self, timeout: AttemptTimedOut) -> R;
     /// Called before each wait.
@@ -240,6 +241,10 @@ where
 
     fn circuit_open(&self, open: CircuitOpen) -> R {
         self.on_open.open(open)
+    }
+
+    fn limited(&self) -> bool {
+        T::LIMITED
     }
 
     fn timed_out(&self, timeout: AttemptTimedOut) -> R {

@@ -34,9 +34,9 @@ use crate::classify::Class;
 use crate::clock::{Clock, CompactInstant, TokioClock};
 use crate::handling::{Handle, Handling, OnOpen, OnTimeout, OnWait, Outcome, ShowError};
 use crate::latency::{LatencySketch, MIN_SAMPLES};
-use crate::limit::AttemptLimit;
+use crate::limit::Timer;
 use crate::policy::Policy;
-use crate::run::{Attempts, Now, Run, drive};
+use crate::run::{Attempts, Parts, Run, drive};
 use crate::telemetry;
 
 /// The most hedges (copies beyond the first) a call may have sent at once.
@@ -179,9 +179,9 @@ where
         }
     }
 
-    /// Drops every copy in flight (their permits given back), and makes a new attempt
-    /// if `next`.
-    fn restart(self: Pin<&mut Self>, next: bool) {
+    /// Drops every copy in flight (their permits given back), and makes the next
+    /// attempt, not yet hedged.
+    fn restart(self: Pin<&mut Self>) {
         let mut this = self.project();
         for copy in this.copies.iter_mut() {
             *copy = None;
@@ -190,8 +190,7 @@ where
         this.timer.set(None);
         *this.started = None;
         *this.sent = None;
-        let first = if next { Some((this.make)()) } else { None };
-        this.first.set(first);
+        this.first.set(Some((this.make)()));
     }
 }
 
@@ -421,67 +420,45 @@ fn admit_copy(policy: &Policy) -> Option<Option<Permit>> {
 pin_project_lite::pin_project! {
     /// An async retried call whose slow attempts are hedged: as [`crate::run::Retrying`],
     /// with each attempt a group of [`Copies`].
-    pub struct Hedging<'p, M, G: Future, H, L, E> {
+    pub struct Hedging<'p, M, G: Future, H, E> {
         #[pin]
         copies: Copies<'p, M, G, E>,
         #[pin]
-        limit: L,
-        // The wait before the next attempt, and the failure kept through it.
-        #[pin]
-        wait: Option<tokio::time::Sleep>,
-        outcome: Option<G::Output>,
+        timer: Timer<G::Output>,
         run: Run<'p, TokioClock>,
         handling: H,
     }
 }
 
-impl<'p, M, G, H, L, E> Attempts<'p, G::Output> for Hedging<'p, M, G, H, L, E>
+impl<'p, M, G, H, E> Attempts<'p, G::Output> for Hedging<'p, M, G, H, E>
 where
     M: FnMut() -> G,
     G: Future<Output: Outcome<Err = E>>,
     H: Handle<G::Output>,
-    L: AttemptLimit,
 {
-    fn parts(
-        self: Pin<&mut Self>,
-    ) -> (
-        Now<'_, G::Output>,
-        &mut Run<'p, TokioClock>,
-        &dyn Handle<G::Output>,
-    ) {
+    fn parts(self: Pin<&mut Self>) -> Parts<'_, 'p, G::Output> {
         let this = self.project();
-        let now = match this.wait.as_pin_mut() {
-            Some(sleep) => Now::Waiting(sleep, this.outcome),
-            None => Now::Attempt(this.copies, this.limit),
-        };
-        (now, this.run, this.handling)
+        Parts {
+            attempt: Some(this.copies),
+            timer: this.timer,
+            run: this.run,
+            handling: this.handling,
+            caller_makes_next: false,
+        }
     }
 
-    fn then(self: Pin<&mut Self>, wait: Option<(Duration, G::Output)>) -> bool {
-        let mut this = self.project();
-        this.limit.set(L::unset());
-        match wait {
-            Some((wait, outcome)) => {
-                // A copy cut at the deadline may still be in flight: dropped now.
-                this.copies.restart(false);
-                *this.outcome = Some(outcome);
-                this.wait.set(Some(tokio::time::sleep(wait)));
-            }
-            None => {
-                this.wait.set(None);
-                this.copies.restart(true);
-            }
-        }
-        true
+    fn then(self: Pin<&mut Self>) {
+        // Every copy still in flight (cut at the deadline) is dropped, and the next
+        // attempt made, to start when the wait is over.
+        self.project().copies.restart();
     }
 }
 
-impl<M, G, H, L, E> Future for Hedging<'_, M, G, H, L, E>
+impl<M, G, H, E> Future for Hedging<'_, M, G, H, E>
 where
     M: FnMut() -> G,
     G: Future<Output: Outcome<Err = E>>,
     H: Handle<G::Output>,
-    L: AttemptLimit,
 {
     type Output = G::Output;
 
@@ -515,9 +492,7 @@ where
     let first = make();
     Hedging {
         copies: Copies::new(first, make, hedge, policy, handling.classifier()),
-        limit: T::Limit::unset(),
-        wait: None,
-        outcome: None,
+        timer: Timer::new(),
         run: Run::lazy(policy),
         handling,
     }

@@ -1,85 +1,128 @@
-//! An attempt's time limit, kept beside the attempt: a timer for a function with an
-//! attempt timeout, nothing for one without.
+//! The one timer of an async retried call: while an attempt runs it cuts the attempt at
+//! its time limit; during the wait after a failure it ends the wait, and keeps the
+//! failure to return if no attempt follows.
+//!
+//! One tokio `Sleep` serves both, since an attempt and a wait never run at once, so the
+//! timer costs a retried future one `Sleep`. It is generic over the call's outcome only,
+//! not over its function: its code is compiled once per return type.
 
-use std::future::Future;
 use std::pin::Pin;
-use std::task::Context;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
-/// Where an attempt's time limit is kept.
-pub trait AttemptLimit {
-    /// No limit set yet.
-    fn unset() -> Self
-    where
-        Self: Sized;
-    /// Whether the limit is still to be armed: only before the attempt is first polled with a call state.
-    fn needs_arming(&self) -> bool;
-    /// Cuts the attempt after `limit`; `None` for no limit.
-    fn arm(self: Pin<&mut Self>, limit: Option<Duration>);
-    /// The limit, once it has passed.
-    fn poll_passed(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Option<Duration>;
-}
+use tokio::time::{Instant, Sleep};
 
-/// The limit of an attempt that has none: nothing to keep.
-#[derive(Debug)]
-pub struct NoLimit;
-
-impl AttemptLimit for NoLimit {
-    #[inline]
-    fn unset() -> Self {
-        NoLimit
-    }
-
-    #[inline]
-    fn needs_arming(&self) -> bool {
-        false
-    }
-
-    fn arm(self: Pin<&mut Self>, _: Option<Duration>) {}
-
-    #[inline]
-    fn poll_passed(self: Pin<&mut Self>, _: &mut Context<'_>) -> Option<Duration> {
-        None
-    }
-}
+// What the timer is doing, in the top two bits of its `state`; below them, in `LIMIT`,
+// the attempt's time limit in nanoseconds (up to 146 years, saturating). One word rather
+// than a phase beside a `Duration`: the timer is in every retried future.
+/// An attempt runs whose limit is not set yet: it is set when the attempt first waits on
+/// something.
+const UNARMED: u64 = 0;
+/// An attempt runs, cut at the sleep's end.
+const LIMIT: u64 = 1 << 62;
+/// An attempt runs without a time limit.
+const NO_LIMIT: u64 = 2 << 62;
+/// The call waits before its next attempt, until the sleep's end; the bit `MADE` says
+/// the next attempt is made already.
+const WAITING: u64 = 3 << 62;
+const MADE: u64 = 1;
+const PHASE: u64 = 3 << 62;
 
 pin_project_lite::pin_project! {
-    /// The limit of an attempt, on tokio's timer: no timer until it is armed, and none
-    /// for an attempt without a limit. (A timer beside a flag, rather than an enum of
-    /// the three states, so that dropping an attempt that never waited tests one word.)
-    pub struct Timer {
+    /// The timer of one async call, and the failure kept through a wait.
+    pub(crate) struct Timer<R> {
         #[pin]
-        sleep: Option<tokio::time::Sleep>,
-        limit: Duration,
-        armed: bool,
+        sleep: Option<Sleep>,
+        state: u64,
+        outcome: Option<R>,
     }
 }
 
-impl AttemptLimit for Timer {
-    fn unset() -> Self {
-        Timer {
+impl<R> Timer<R> {
+    /// A timer for a first attempt, not armed.
+    pub(crate) const fn new() -> Self {
+        Self {
             sleep: None,
-            limit: Duration::ZERO,
-            armed: false,
+            state: UNARMED,
+            outcome: None,
         }
     }
 
-    fn needs_arming(&self) -> bool {
-        !self.armed
+    /// Whether the call is waiting before its next attempt.
+    #[inline]
+    pub(crate) fn is_waiting(&self) -> bool {
+        self.state & PHASE == WAITING
     }
 
-    fn arm(self: Pin<&mut Self>, limit: Option<Duration>) {
-        let mut this = self.project();
-        *this.armed = true;
-        if let Some(limit) = limit {
-            *this.limit = limit;
-            this.sleep.set(Some(tokio::time::sleep(limit)));
+    /// Whether the attempt in flight still needs its limit set.
+    #[inline]
+    pub(crate) fn needs_arming(&self) -> bool {
+        self.state & PHASE == UNARMED
+    }
+
+    /// Sets the sleep to end `after` from now, reusing the one there is.
+    fn start(mut sleep: Pin<&mut Option<Sleep>>, after: Duration) {
+        let end = Instant::now() + after;
+        match sleep.as_mut().as_pin_mut() {
+            Some(sleep) => sleep.reset(end),
+            None => sleep.set(Some(tokio::time::sleep_until(end))),
         }
     }
 
-    fn poll_passed(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Option<Duration> {
+    /// Cuts the attempt in flight after `limit` from now; `None` for no limit.
+    pub(crate) fn arm(self: Pin<&mut Self>, limit: Option<Duration>) {
         let this = self.project();
+        match limit {
+            Some(limit) => {
+                let nanos = u64::try_from(limit.as_nanos()).unwrap_or(u64::MAX);
+                *this.state = LIMIT | nanos.min(!PHASE);
+                Self::start(this.sleep, limit);
+            }
+            None => *this.state = NO_LIMIT,
+        }
+    }
+
+    /// The attempt's limit, once it has passed.
+    pub(crate) fn poll_limit(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Option<Duration> {
+        let this = self.project();
+        if *this.state & PHASE != LIMIT {
+            return None;
+        }
         let sleep = this.sleep.as_pin_mut()?;
-        sleep.poll(cx).is_ready().then_some(*this.limit)
+        let limit = Duration::from_nanos(*this.state & !PHASE);
+        sleep.poll(cx).is_ready().then_some(limit)
+    }
+
+    /// Waits `wait` before the next attempt, keeping `outcome`, the failure; `made` if
+    /// the next attempt is made already.
+    pub(crate) fn wait(self: Pin<&mut Self>, wait: Duration, outcome: R, made: bool) {
+        let this = self.project();
+        *this.state = WAITING | u64::from(made);
+        *this.outcome = Some(outcome);
+        Self::start(this.sleep, wait);
+    }
+
+    /// Ready when the wait is over.
+    pub(crate) fn poll_wait(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        match self.project().sleep.as_pin_mut() {
+            Some(sleep) => sleep.poll(cx),
+            None => Poll::Ready(()),
+        }
+    }
+
+    /// The failure kept through the wait, for a call that makes no next attempt.
+    pub(crate) fn take_outcome(self: Pin<&mut Self>) -> Option<R> {
+        self.project().outcome.take()
+    }
+
+    /// Ready for the next attempt: no limit set, no failure kept. The sleep stays, to be
+    /// reset by the next limit or wait rather than made again. Whether the next attempt
+    /// was made already, before the wait.
+    pub(crate) fn next_attempt(self: Pin<&mut Self>) -> bool {
+        let this = self.project();
+        let made = *this.state == (WAITING | MADE);
+        *this.state = UNARMED;
+        *this.outcome = None;
+        made
     }
 }

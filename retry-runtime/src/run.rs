@@ -10,7 +10,6 @@
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
-use std::time::Duration;
 
 use crate::breaker::CircuitOpen;
 use crate::call::{Call, Decision, Failure, first_try_success};
@@ -18,7 +17,7 @@ use crate::clock::{Clock, SystemClock, TokioClock};
 use crate::handling::{Handle, Handling, OnOpen, OnTimeout, OnWait, Outcome, ShowError};
 use crate::hook::BeforeWait;
 use crate::layer::{Entered, Frame};
-use crate::limit::AttemptLimit;
+use crate::limit::Timer;
 use crate::policy::Policy;
 use crate::timeout::AttemptTimedOut;
 
@@ -157,76 +156,35 @@ impl<'p, C: Clock> Run<'p, C> {
     }
 }
 
-pin_project_lite::pin_project! {
-    /// Where a call is: making an attempt (beside its time limit), or waiting before
-    /// the next one.
-    #[project = StageProj]
-    pub(crate) enum Stage<G, R, L> {
-        Attempt {
-            #[pin]
-            future: G,
-            #[pin]
-            limit: L,
-        },
-        // The failure is kept through the wait, to be returned if the deadline passes.
-        Waiting {
-            #[pin]
-            sleep: tokio::time::Sleep,
-            outcome: Option<R>,
-        },
-    }
+/// What [`drive`] sees of a call: the attempt in flight (none during a wait), the
+/// call's timer, its [`Run`], and how its function treats failures.
+pub(crate) struct Parts<'a, 'p, R> {
+    /// The attempt: in flight unless the timer says the call is waiting (then it is
+    /// the one that failed, the next one, not started, or none).
+    pub(crate) attempt: Option<Pin<&'a mut dyn Future<Output = R>>>,
+    pub(crate) timer: Pin<&'a mut Timer<R>>,
+    pub(crate) run: &'a mut Run<'p, TokioClock>,
+    pub(crate) handling: &'a dyn Handle<R>,
+    /// Whether the next attempt is the caller's to make ([`step`]): `drive` then
+    /// returns `None` when it is due.
+    pub(crate) caller_makes_next: bool,
 }
 
-impl<G: Future, L: AttemptLimit> Stage<G, G::Output, L> {
-    /// The first attempt, beside its limit, not set yet.
-    pub(crate) fn first(attempt: G) -> Self {
-        Stage::Attempt {
-            future: attempt,
-            limit: L::unset(),
-        }
-    }
-
-    /// The wait before the next attempt, keeping the failure.
-    pub(crate) fn waiting(wait: Duration, outcome: G::Output) -> Self {
-        Stage::Waiting {
-            sleep: tokio::time::sleep(wait),
-            outcome: Some(outcome),
-        }
-    }
-
-    /// Where the attempts are, as [`drive`] sees them.
-    #[cfg_attr(not(debug_assertions), inline(always))]
-    pub(crate) fn now(self: Pin<&mut Self>) -> Now<'_, G::Output> {
-        match self.project() {
-            StageProj::Attempt { future, limit } => Now::Attempt(future, limit),
-            StageProj::Waiting { sleep, outcome } => Now::Waiting(sleep, outcome),
-        }
-    }
-}
-
-/// Where the attempts of a call are, as [`drive`] sees them.
-pub(crate) enum Now<'a, R> {
-    /// An attempt is in flight, beside its limit.
-    Attempt(
-        Pin<&'a mut dyn Future<Output = R>>,
-        Pin<&'a mut dyn AttemptLimit>,
-    ),
-    /// A wait before the next attempt, and the outcome kept through it.
-    Waiting(Pin<&'a mut tokio::time::Sleep>, &'a mut Option<R>),
-}
-
-/// What [`drive`] sees of a call: where its attempts are, its [`Run`], and how its
-/// function treats failures; through a trait object, so that the loop is compiled once
-/// per return type, not once per function. Optimised, the loop is inlined into each
+/// What [`drive`] sees of a call, through a trait object, so that the loop is compiled
+/// once per return type, not once per function. Optimised, the loop is inlined into each
 /// future's `poll`, where the object's type is known, and the calls through it are
 /// direct.
+///
+/// What is per function is only the attempt: its future, and the closure that makes the
+/// next. The wait between attempts and the failure kept through it are in the call's
+/// [`Timer`], generic over the return type alone.
 pub(crate) trait Attempts<'p, R: Outcome> {
-    /// Where the attempts are, the call, and its handling.
-    #[allow(clippy::type_complexity)]
-    fn parts(self: Pin<&mut Self>) -> (Now<'_, R>, &mut Run<'p, TokioClock>, &dyn Handle<R>);
-    /// Waits for the time given, keeping the outcome; or, given none, makes the next
-    /// attempt: `false` if the next attempt is the caller's to make ([`step`]).
-    fn then(self: Pin<&mut Self>, wait: Option<(Duration, R)>) -> bool;
+    /// The attempt, the timer, the call, and its handling.
+    fn parts(self: Pin<&mut Self>) -> Parts<'_, 'p, R>;
+    /// The attempt that failed is over, and another follows: replaces it with the next
+    /// (when the next is due, or before the wait if the attempt was cut), or drops it if
+    /// the caller makes the next.
+    fn then(self: Pin<&mut Self>);
 }
 
 /// The loop of every async retried call: polls its attempts under the call's policy,
@@ -245,9 +203,15 @@ pub(crate) fn drive<'p, R: Outcome>(
     cx: &mut Context<'_>,
 ) -> Poll<Option<R>> {
     loop {
-        let (now, run, handling) = attempts.as_mut().parts();
-        let next = match now {
-            Now::Attempt(attempt, mut limit) => {
+        let Parts {
+            attempt,
+            mut timer,
+            run,
+            handling,
+            caller_makes_next,
+        } = attempts.as_mut().parts();
+        match attempt {
+            Some(attempt) if !timer.is_waiting() => {
                 let (poll, frame) = match run.call.as_ref() {
                     // Nothing has failed yet: no call state, and so no span to enter. A
                     // path of its own, so that a success here is told from the state
@@ -291,14 +255,14 @@ pub(crate) fn drive<'p, R: Outcome>(
                         run.frame = frame;
                         // The attempt is cut at the deadline (or its own time limit):
                         // the timer is set when it first waits, its clock then started.
-                        if limit.needs_arming() {
-                            let limit_now = match run.call.as_ref() {
+                        if timer.needs_arming() && handling.limited() {
+                            let limit = match run.call.as_ref() {
                                 Some(call) => call.attempt_limit(),
                                 None => run.policy.deadline_within(),
                             };
-                            limit.as_mut().arm(limit_now);
+                            timer.as_mut().arm(limit);
                         }
-                        let Some(limit) = limit.as_mut().poll_passed(cx) else {
+                        let Some(limit) = timer.as_mut().poll_limit(cx) else {
                             return Poll::Pending;
                         };
                         (handling.timed_out(AttemptTimedOut::after(limit)), true)
@@ -313,23 +277,38 @@ pub(crate) fn drive<'p, R: Outcome>(
                         if !run.resume() {
                             return Poll::Ready(Some(outcome));
                         }
-                        None
+                        if caller_makes_next {
+                            return Poll::Ready(None);
+                        }
+                        timer.next_attempt();
+                        attempts.as_mut().then();
                     }
-                    Decision::Wait(wait) => Some((wait, outcome)),
+                    Decision::Wait(wait) => {
+                        // An attempt that finished holds nothing and is replaced after
+                        // the wait, when the next attempt is due; one cut by its time
+                        // limit may hold a connection or a lock, and goes at once.
+                        timer.wait(wait, outcome, timed_out);
+                        if timed_out {
+                            attempts.as_mut().then();
+                        }
+                    }
                 }
             }
-            Now::Waiting(sleep, outcome) => {
-                std::task::ready!(sleep.poll(cx));
+            _ => {
+                std::task::ready!(timer.as_mut().poll_wait(cx));
                 if !run.resume() {
                     // The deadline passed, or the breaker opened, while waiting: the
                     // last failure stands.
-                    return Poll::Ready(outcome.take());
+                    return Poll::Ready(timer.take_outcome());
                 }
-                None
+                if caller_makes_next {
+                    return Poll::Ready(None);
+                }
+                let made = timer.next_attempt();
+                if !made {
+                    attempts.as_mut().then();
+                }
             }
-        };
-        if !attempts.as_mut().then(next) {
-            return Poll::Ready(None);
         }
     }
 }
@@ -341,9 +320,13 @@ pin_project_lite::pin_project! {
     /// The function under `#[retry]` returns this future rather than being an
     /// `async fn` that awaits its body: a function is then one state machine (its
     /// body's), not two.
-    pub struct Retrying<'p, M, G: Future, H, L> {
+    pub struct Retrying<'p, M, G: Future, H> {
+        // The attempt in flight; during a wait, the one that failed (finished, holding
+        // nothing), or the next one if that one was cut by its time limit.
         #[pin]
-        stage: Stage<G, G::Output, L>,
+        attempt: G,
+        #[pin]
+        timer: Timer<G::Output>,
         make: M,
         run: Run<'p, TokioClock>,
         handling: H,
@@ -351,44 +334,38 @@ pin_project_lite::pin_project! {
 }
 
 // Inlined into `drive` in an optimised build: see there.
-impl<'p, M, G, H, L> Attempts<'p, G::Output> for Retrying<'p, M, G, H, L>
+impl<'p, M, G, H> Attempts<'p, G::Output> for Retrying<'p, M, G, H>
 where
     M: FnMut() -> G,
     G: Future<Output: Outcome>,
     H: Handle<G::Output>,
-    L: AttemptLimit,
 {
     #[cfg_attr(not(debug_assertions), inline(always))]
-    fn parts(
-        self: Pin<&mut Self>,
-    ) -> (
-        Now<'_, G::Output>,
-        &mut Run<'p, TokioClock>,
-        &dyn Handle<G::Output>,
-    ) {
+    fn parts(self: Pin<&mut Self>) -> Parts<'_, 'p, G::Output> {
         let this = self.project();
-        (this.stage.now(), this.run, this.handling)
+        Parts {
+            attempt: Some(this.attempt),
+            timer: this.timer,
+            run: this.run,
+            handling: this.handling,
+            caller_makes_next: false,
+        }
     }
 
     #[cfg_attr(not(debug_assertions), inline(always))]
-    fn then(self: Pin<&mut Self>, wait: Option<(Duration, G::Output)>) -> bool {
+    fn then(self: Pin<&mut Self>) {
         let mut this = self.project();
-        // The next stage is made in place: moves are copies in an unoptimised build,
+        // The next attempt is made in place: moves are copies in an unoptimised build,
         // and this method is compiled once per function.
-        this.stage.set(match wait {
-            Some((wait, outcome)) => Stage::waiting(wait, outcome),
-            None => Stage::first((this.make)()),
-        });
-        true
+        this.attempt.set((this.make)());
     }
 }
 
-impl<M, G, H, L> Future for Retrying<'_, M, G, H, L>
+impl<M, G, H> Future for Retrying<'_, M, G, H>
 where
     M: FnMut() -> G,
     G: Future<Output: Outcome>,
     H: Handle<G::Output>,
-    L: AttemptLimit,
 {
     type Output = G::Output;
 
@@ -427,7 +404,8 @@ where
     W: OnWait<R::Err>,
 {
     Retrying {
-        stage: Stage::<_, _, T::Limit>::first(make()),
+        attempt: make(),
+        timer: Timer::new(),
         make,
         run: Run::lazy(policy),
         handling,

@@ -7,57 +7,56 @@
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
-use std::time::Duration;
 
 use crate::call::Decision;
 use crate::clock::{SystemClock, TokioClock};
 use crate::handling::{Handle, Handling, OnOpen, OnTimeout, OnWait, Outcome, ShowError};
-use crate::limit::AttemptLimit;
-use crate::run::{Attempts, Now, Run, Stage, drive};
+use crate::limit::Timer;
+use crate::run::{Attempts, Parts, Run, drive};
 
 pin_project_lite::pin_project! {
     /// One attempt of an async call, and the wait after it if it fails: what a function
     /// that loops in its own body awaits per attempt (see [`step`]).
-    pub struct Step<'r, 'p, G: Future, H, L> {
+    pub struct Step<'r, 'p, G: Future, H> {
         #[pin]
-        stage: Stage<G, G::Output, L>,
+        attempt: Option<G>,
+        #[pin]
+        timer: Timer<G::Output>,
         run: &'r mut Run<'p, TokioClock>,
         handling: &'r H,
     }
 }
 
-impl<'p, G, H, L> Attempts<'p, G::Output> for Step<'_, 'p, G, H, L>
+impl<'p, G, H> Attempts<'p, G::Output> for Step<'_, 'p, G, H>
 where
     G: Future<Output: Outcome>,
     H: Handle<G::Output>,
-    L: AttemptLimit,
 {
     #[inline]
-    fn parts(
-        self: Pin<&mut Self>,
-    ) -> (
-        Now<'_, G::Output>,
-        &mut Run<'p, TokioClock>,
-        &dyn Handle<G::Output>,
-    ) {
+    fn parts(self: Pin<&mut Self>) -> Parts<'_, 'p, G::Output> {
         let this = self.project();
-        (this.stage.now(), this.run, *this.handling)
+        Parts {
+            attempt: match this.attempt.as_pin_mut() {
+                Some(attempt) => Some(attempt),
+                None => None,
+            },
+            timer: this.timer,
+            run: this.run,
+            handling: *this.handling,
+            caller_makes_next: true,
+        }
     }
 
-    fn then(self: Pin<&mut Self>, wait: Option<(Duration, G::Output)>) -> bool {
-        let Some((wait, outcome)) = wait else {
-            return false;
-        };
-        self.project().stage.set(Stage::waiting(wait, outcome));
-        true
+    /// Drops the failed attempt before the wait; the caller makes the next.
+    fn then(self: Pin<&mut Self>) {
+        self.project().attempt.set(None);
     }
 }
 
-impl<G, H, L> Future for Step<'_, '_, G, H, L>
+impl<G, H> Future for Step<'_, '_, G, H>
 where
     G: Future<Output: Outcome>,
     H: Handle<G::Output>,
-    L: AttemptLimit,
 {
     type Output = Option<G::Output>;
 
@@ -83,7 +82,8 @@ where
     W: OnWait<R::Err>,
 {
     Step {
-        stage: Stage::<_, _, T::Limit>::first(attempt),
+        attempt: Some(attempt),
+        timer: Timer::new(),
         run,
         handling,
     }
