@@ -280,4 +280,33 @@ mod tests {
         b.next_delay(&p, &mut rng);
         assert_eq!(b.retries(), 2);
     }
+
+    // The delays never run out, and say so: an adapter that sizes a buffer from the
+    // hint (`take(n).collect()`) gets `n`, and `len`-style code cannot mistake the
+    // schedule for a finite one.
+    #[test]
+    fn the_delays_are_endless_and_say_so() {
+        let p = policy(Jitter::None);
+        let delays = Backoff::new(&p).delays(p, SmallRng::seed_from_u64(0));
+        assert_eq!(delays.size_hint(), (usize::MAX, None));
+        assert_eq!(delays.skip(1000).take(3).count(), 3);
+    }
+
+    // A wait drawn between bounds beyond 584 years (the most nanoseconds a `u64` holds)
+    // saturates there rather than wrapping to a short one.
+    #[test]
+    fn waits_beyond_the_nanoseconds_of_a_u64_saturate() {
+        let mut rng = SmallRng::seed_from_u64(0);
+        let most = Duration::from_nanos(u64::MAX);
+        // 1,268 years: its nanoseconds, wrapped, would be 98 years.
+        let beyond = Duration::from_secs(40_000_000_000);
+        assert_eq!(uniform(&mut rng, beyond, beyond), most);
+        assert_eq!(uniform(&mut rng, most, Duration::MAX), most);
+        let p = Policy::new()
+            .with_base(beyond)
+            .with_cap(beyond)
+            .with_jitter(Jitter::Equal);
+        let wait = Backoff::new(&p).next_delay(&p, &mut rng);
+        assert!(wait >= most / 2, "{wait:?}");
+    }
 }
