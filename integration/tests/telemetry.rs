@@ -431,3 +431,63 @@ fn metrics_have_conventional_names_and_a_function_label() {
     assert_eq!(seen["persevere_wait_seconds"], 0.01);
     assert_eq!(seen["persevere_attempts_per_success"], 3.0);
 }
+
+static HEDGED_CALLS: AtomicU32 = AtomicU32::new(0);
+
+/// The first attempt of each call takes 1 s; a copy, 10 ms.
+#[retry(hedge = "50ms", budget = UNLIMITED)]
+#[idempotent]
+async fn hedged() -> io::Result<u32> {
+    let n = HEDGED_CALLS.fetch_add(1, Ordering::SeqCst);
+    let takes = if n % 2 == 0 { 1000 } else { 10 };
+    tokio::time::sleep(Duration::from_millis(takes)).await;
+    Ok(n)
+}
+
+// A hedge is two DEBUG events (sent, won) with the function, outside any span (the call
+// did not fail); two metrics; and two columns of the statistics table, shown only when a
+// function hedges.
+#[test]
+fn a_hedge_is_an_event_a_metric_and_a_column() {
+    let table = stats::all().to_string();
+    assert!(!table.contains("hedges"), "{table}");
+    let recorder = DebuggingRecorder::new();
+    let snapshotter = recorder.snapshotter();
+    let (value, events) = metrics::with_local_recorder(&recorder, || captured(hedged()));
+    assert_eq!(value.unwrap(), 1);
+    let sent = with_message(&events, "slow attempt; hedge sent");
+    assert_eq!(sent.len(), 1, "{events:#?}");
+    assert_eq!(sent[0].level, Level::DEBUG);
+    assert!(sent[0].fields["function"].ends_with("::hedged"));
+    assert_eq!(sent[0].fields["hedge"], "1");
+    assert_eq!(sent[0].fields["after_ms"], "50");
+    let won = with_message(&events, "hedge won");
+    assert_eq!(won.len(), 1, "{events:#?}");
+    assert_eq!(won[0].fields["latency_ms"], "10");
+    assert!(won[0].spans.is_empty(), "{events:#?}");
+
+    let mut counters = BTreeMap::new();
+    for (key, _, _, value) in snapshotter.snapshot().into_vec() {
+        if let DebugValue::Counter(n) = value {
+            counters.insert(key.key().name().to_owned(), n);
+        }
+    }
+    assert_eq!(counters["persevere_hedges_total"], 1);
+    assert_eq!(counters["persevere_hedges_won_total"], 1);
+    // Two attempts: the first, and its hedge.
+    assert_eq!(counters["persevere_attempts_total"], 2);
+
+    let s = stats::get("telemetry::hedged").expect("called");
+    assert_eq!(
+        (s.requests, s.attempts, s.hedges, s.hedges_won),
+        (1, 2, 1, 1)
+    );
+    let table = stats::all().to_string();
+    let header = table.lines().next().unwrap();
+    assert!(header.ends_with("hedges      won"), "{table}");
+    let row = table
+        .lines()
+        .find(|l| l.contains("telemetry::hedged"))
+        .unwrap();
+    assert!(row.ends_with("      1        1"), "{table}");
+}

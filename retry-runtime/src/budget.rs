@@ -20,9 +20,11 @@ const REFUND: i64 = PPM / 2;
 /// that a quiet client can still retry.
 ///
 /// - Every request (a call's first attempt) earns `ratio` of a token: 0.1 by default.
-/// - Every retry spends one token. With less than one, a retry is granted with the
-///   probability of what is left, and the balance goes below zero, down to one token of
-///   debt; with nothing left it is refused, and the call gives up.
+/// - Every retry spends one token, and so does every hedge (`#[retry(hedge = ...)]`, a
+///   copy of a slow attempt sent beside it). With less than one, a retry is granted with
+///   the probability of what is left, and the balance goes below zero, down to one token
+///   of debt; with nothing left it is refused, and the call gives up (a refused hedge is
+///   simply not sent).
 /// - A call that succeeds after retrying gives half a token back: its retry reached a
 ///   dependency that answers.
 /// - Requests and refunds fill the balance up to the floor (2 tokens by default, at
@@ -30,8 +32,8 @@ const REFUND: i64 = PPM / 2;
 ///   last `window` (1 s by default) earned: a busy budget can absorb a second's worth of
 ///   failures at once.
 ///
-/// So, exactly: **retries <= floor + ratio x requests + 1/2 x calls that succeeded after
-/// retrying (+ 1 for the last retry's debt)**. When every request fails, retries are
+/// So, exactly: **retries + hedges <= floor + ratio x requests + 1/2 x calls that
+/// succeeded after retrying (+ 1 for the last retry's debt)**. When every request fails, retries are
 /// 10 % of requests plus the floor; while the dependency answers, a retry that works
 /// costs half.
 ///
@@ -80,9 +82,9 @@ pub struct RetryBudget {
 pub struct BudgetSnapshot {
     /// Requests deposited.
     pub requests: u64,
-    /// Retries granted.
+    /// Retries granted, hedges included.
     pub retries: u64,
-    /// Retries refused.
+    /// Retries refused, hedges included.
     pub refusals: u64,
     /// The tokens the budget holds: a retry spends one. Below zero after a retry granted
     /// on a fraction of a token, until requests pay the debt back.
