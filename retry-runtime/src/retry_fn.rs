@@ -15,8 +15,11 @@ use crate::timeout::AttemptTimedOut;
 /// able to report a timed-out attempt and an open circuit breaker, as `std::io::Error`
 /// does.
 ///
-/// `op` is called once per attempt, the first time at once. Waits use tokio's timer, so
-/// the future must be polled inside a tokio runtime with the `time` driver enabled.
+/// `op` is called once per attempt: the first time at once, then when the wait before
+/// the attempt is over; after an attempt cut at its time limit (`attempt_timeout`),
+/// when the wait begins, so that the cut attempt's future is dropped at once. Waits use
+/// tokio's timer, so the future must be polled inside a tokio runtime with the `time`
+/// driver enabled.
 ///
 /// ```
 /// use std::io;
