@@ -770,6 +770,42 @@ async fn attempt_timeout_is_cut_at_the_deadline() {
     assert_eq!(probe.elapsed(), ms(250));
 }
 
+/// When each attempt of `holds_a_lock` was dropped, from the test's start.
+static DROPPED_AT: std::sync::Mutex<Vec<Duration>> = std::sync::Mutex::new(Vec::new());
+
+/// Records when it is dropped, as a lock or a connection held by an attempt would be
+/// given back.
+struct Held(tokio::time::Instant);
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        DROPPED_AT.lock().unwrap().push(self.0.elapsed());
+    }
+}
+
+#[retry(attempt_timeout = "100ms", attempts = 2, base = "1s", jitter = "none")]
+#[idempotent]
+async fn holds_a_lock(start: tokio::time::Instant) -> Result<u32, TestError> {
+    let _held = Held(start);
+    tokio::time::sleep(ms(1000)).await;
+    Ok(1)
+}
+
+// An attempt cut by its time limit is dropped when it is cut, not when the wait after it
+// ends: what it holds (a connection, a lock) is given back for the wait.
+// Can fail: the cut attempt kept through the wait (dropped at 1.1 s).
+#[tokio::test(start_paused = true)]
+async fn a_cut_attempt_is_dropped_before_the_wait() {
+    let start = tokio::time::Instant::now();
+    let result = holds_a_lock(start).await;
+    assert_eq!(
+        result,
+        Err(TestError::TimedOut(AttemptTimedOut::after(ms(100))))
+    );
+    // Cut at 100 ms and dropped then; the second, started at 1.1 s, cut at 1.2 s.
+    assert_eq!(*DROPPED_AT.lock().unwrap(), [ms(100), ms(1200)]);
+}
+
 static POLICY: Policy = Policy::new()
     .with_deadline(Duration::from_secs(3600))
     .with_attempts(4)
