@@ -160,13 +160,8 @@ fn uniform<R: Rng + ?Sized>(rng: &mut R, low: Duration, high: Duration) -> Durat
     Duration::from_nanos(rng.random_range(low..=high))
 }
 
-const fn saturating_nanos(d: Duration) -> u64 {
-    let nanos = d.as_nanos();
-    if nanos > u64::MAX as u128 {
-        u64::MAX
-    } else {
-        nanos as u64
-    }
+fn saturating_nanos(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
 
 #[cfg(test)]

@@ -133,10 +133,7 @@ impl Drop for FlushAtExit {
         LEFT.with(|left| {
             SLOTS_OF_THIS_THREAD.with(|slots| {
                 for (slot, left) in slots.iter().zip(left) {
-                    let pending = take_pending(left);
-                    if pending > 0 {
-                        slot.flush(pending, now);
-                    }
+                    slot.flush(take_pending(left), now);
                 }
             })
         });
