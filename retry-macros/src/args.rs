@@ -511,12 +511,18 @@ fn hedge(input: ParseStream) -> syn::Result<Spanned<HedgeAt>> {
     let text = lit.value();
     let at = |value| Ok(Spanned { value, span });
     if let Some(number) = text.strip_prefix('p') {
-        let percent: f64 = number.parse().map_err(|_| {
+        let not_a_percentile = || {
             syn::Error::new(
                 span,
-                format!("\"{text}\" is not a percentile; write `p` and a number from 50 to 99.99, e.g. \"p95\" or \"p99.9\""),
+                format!(
+                    "\"{text}\" is not a percentile; write `p` and a number from 50 up to (not including) 100, e.g. \"p95\" or \"p99.9\""
+                ),
             )
-        })?;
+        };
+        let percent: f64 = number.parse().map_err(|_| not_a_percentile())?;
+        if !percent.is_finite() || number.starts_with(['+', '-']) {
+            return Err(not_a_percentile());
+        }
         if !(50.0..100.0).contains(&percent) {
             let why = if percent >= 100.0 {
                 "no attempt is slower than the slowest, so no hedge would ever be sent"
@@ -526,7 +532,7 @@ fn hedge(input: ParseStream) -> syn::Result<Spanned<HedgeAt>> {
             return Err(syn::Error::new(
                 span,
                 format!(
-                    "`hedge = \"{text}\"`: {why}; write a percentile from p50 to p99.99, e.g. \"p95\""
+                    "`hedge = \"{text}\"`: {why}; write a percentile from p50 up to (not including) p100, e.g. \"p95\" or \"p99.9\""
                 ),
             ));
         }

@@ -110,8 +110,9 @@ impl Hedge {
     /// Latencies needed before a percentile hedge is sent.
     pub const MIN_SAMPLES: u32 = MIN_SAMPLES;
 
-    /// Learns that an attempt took `latency` (or had run this long when it was dropped
-    /// because another won).
+    /// Learns that an attempt took `latency`: one that succeeded, or a first attempt
+    /// that had run this long when a copy won (a lower bound of its latency, and above
+    /// the delay, which is what the percentile must know of it).
     fn learn(&self, latency: Duration) {
         if let Delay::Percentile(sketch) = &self.delay {
             sketch.record(latency);
@@ -215,31 +216,7 @@ where
         let hedge = *this.hedge;
         let policy = *this.policy;
         loop {
-            let in_flight =
-                usize::from(this.first.is_some()) + this.copies.iter().flatten().count();
-            // The first attempt.
-            if let Some(first) = this.first.as_mut().as_pin_mut() {
-                if let Poll::Ready(outcome) = first.poll(cx) {
-                    this.first.set(None);
-                    let latency = this.started.map(|started| TokioClock::now() - started);
-                    match outcome.failure() {
-                        None => {
-                            hedge.learn(latency.unwrap_or_default());
-                            return Poll::Ready(won(
-                                outcome,
-                                None,
-                                this.copies,
-                                this.permits,
-                                hedge,
-                                policy,
-                            ));
-                        }
-                        Some(_) if in_flight == 1 => return Poll::Ready(outcome),
-                        Some(error) => tell_failure(policy, this.permits, (this.classify)(error)),
-                    }
-                }
-            }
-            // The copies sent beside it.
+            // The copies sent beside the first attempt.
             for i in 0..this.copies.len() {
                 let Some(copy) = &mut this.copies[i] else {
                     continue;
@@ -266,14 +243,7 @@ where
                             stats.record_hedge_won();
                         }
                         telemetry::hedge_won(policy, latency);
-                        return Poll::Ready(won(
-                            outcome,
-                            Some(i),
-                            this.copies,
-                            this.permits,
-                            hedge,
-                            policy,
-                        ));
+                        return Poll::Ready(won(outcome, this.copies, this.permits, policy));
                     }
                     Some(_) if in_flight == 0 => {
                         // The last copy's failure is the attempt's: the driver tells it
@@ -282,6 +252,24 @@ where
                         return Poll::Ready(outcome);
                     }
                     Some(error) => tell_failure(policy, this.permits, (this.classify)(error)),
+                }
+            }
+            // The first attempt, polled after the copies, so that a copy just sent is
+            // polled (its request on its way) before the first can end the group.
+            let in_flight =
+                usize::from(this.first.is_some()) + this.copies.iter().flatten().count();
+            if let Some(first) = this.first.as_mut().as_pin_mut() {
+                if let Poll::Ready(outcome) = first.poll(cx) {
+                    this.first.set(None);
+                    let latency = this.started.map(|started| TokioClock::now() - started);
+                    match outcome.failure() {
+                        None => {
+                            hedge.learn(latency.unwrap_or_default());
+                            return Poll::Ready(won(outcome, this.copies, this.permits, policy));
+                        }
+                        Some(_) if in_flight == 1 => return Poll::Ready(outcome),
+                        Some(error) => tell_failure(policy, this.permits, (this.classify)(error)),
+                    }
                 }
             }
             // The next copy, when the timer says.
@@ -350,23 +338,17 @@ where
 }
 
 /// The attempt's success: every other copy in flight is dropped now, and its permit
-/// given back (the driver tells the breaker of the success with the call's own); their
-/// time so far is learnt as a lower bound of their latency.
+/// given back (the driver tells the breaker of the success with the call's own). A copy
+/// that lost is not learnt: its time so far, from when it was sent, says nothing of how
+/// long an attempt takes.
 fn won<G, R>(
     outcome: R,
-    winner: Option<usize>,
     copies: &mut [Option<Sent<G>>],
     permits: &mut [Option<Permit>],
-    hedge: &Hedge,
     policy: &Policy,
 ) -> R {
-    let now = TokioClock::now();
-    for (i, copy) in copies.iter_mut().enumerate() {
-        if let Some(copy) = copy.take() {
-            if Some(i) != winner {
-                hedge.learn(now - copy.sent);
-            }
-        }
+    for copy in copies.iter_mut() {
+        *copy = None;
     }
     abandon(policy, permits);
     outcome

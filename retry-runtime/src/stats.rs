@@ -83,7 +83,8 @@ pub struct StatsSnapshot {
     /// Attempts made: first attempts, retries and hedges.
     pub attempts: u64,
     /// Attempts made after a call's first, counted as they start: `attempts` less the
-    /// calls that made an attempt at all (a call the breaker refused made none).
+    /// hedges and the calls that made an attempt at all (a call the breaker refused made
+    /// none).
     pub retries: u64,
     /// Calls that returned `Ok`.
     pub succeeded: u64,

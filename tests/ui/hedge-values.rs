@@ -30,6 +30,12 @@ async fn not_a_number() -> std::io::Result<()> {
     Ok(())
 }
 
+#[retry(hedge = "pNaN")]
+#[idempotent]
+async fn nan() -> std::io::Result<()> {
+    Ok(())
+}
+
 #[retry(hedge = 50)]
 #[idempotent]
 async fn not_a_string() -> std::io::Result<()> {
