@@ -10,8 +10,9 @@
 # included, are built and cached), then `touch src/lib.rs` and times `cargo build` of
 # the crate alone RUNS times, alternating the three, and prints the medians, the cost
 # of each attribute per function (its crate's median less the plain one's, over N), and
-# their ratio (target: #[retry] at most half of #[tracing::instrument]). Also prints the
-# time of a build with nothing to do (cargo's own fixed cost, included in all).
+# their ratio (target: #[retry] at most half of #[tracing::instrument]), by wall-clock
+# time and by CPU time (which a shared machine's other work disturbs less). Also prints
+# the time of a build with nothing to do (cargo's own fixed cost, included in all).
 #
 # Each timed build is from clean for the crate: incremental compilation is off
 # (CARGO_INCREMENTAL=0), else a touched but unchanged file would be served from the
@@ -40,14 +41,19 @@ now() { date +%s.%N; }
 # The median of the arguments.
 median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else printf "%.3f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
-# Seconds of one `cargo build` of the crate in $1 after touching its source.
+# One `cargo build` of the crate in $1 after touching its source: its wall-clock seconds
+# and its CPU seconds (user and system, cargo and the compiler together), as "wall cpu".
+# On a shared machine the CPU time moves less: it does not count the time the build
+# waited for a core.
 timed_build() {
   touch "$1/src/lib.rs"
-  local start end
+  local start end cpu
+  cpu="$(mktemp)"
   start="$(now)"
-  cargo build --quiet --profile "$profile" --manifest-path "$1/Cargo.toml"
+  /usr/bin/time -f "%U %S" -o "$cpu" cargo build --quiet --profile "$profile" --manifest-path "$1/Cargo.toml"
   end="$(now)"
-  awk -v s="$start" -v e="$end" 'BEGIN { printf "%.3f\n", e - s }'
+  awk -v s="$start" -v e="$end" '{ printf "%.3f %.3f\n", e - s, $1 + $2 }' "$cpu"
+  rm -f "$cpu"
 }
 
 for kind in "${kinds[@]}"; do
@@ -56,16 +62,20 @@ done
 
 # The builds alternate, so that a drift in the machine's speed (a shared VM's can move
 # by a third within minutes) weighs on all alike.
-declare -A med times
+declare -A med times cpu_med cpus
 for _ in $(seq 1 "$runs"); do
   for kind in "${kinds[@]}"; do
-    times[$kind]+=" $(timed_build "$work/$kind")"
+    read -r wall cpu < <(timed_build "$work/$kind")
+    times[$kind]+=" $wall"
+    cpus[$kind]+=" $cpu"
   done
 done
 for kind in "${kinds[@]}"; do
   # shellcheck disable=SC2086
   med[$kind]="$(median ${times[$kind]})"
-  echo "$kind:${times[$kind]} s -> median ${med[$kind]} s"
+  # shellcheck disable=SC2086
+  cpu_med[$kind]="$(median ${cpus[$kind]})"
+  echo "$kind:${times[$kind]} s -> median ${med[$kind]} s (CPU:${cpus[$kind]} s -> median ${cpu_med[$kind]} s)"
 done
 
 noop=()
@@ -88,4 +98,9 @@ awk -v p="${med[plain]}" -v r="${med[retry]}" -v t="${med[instrument]}" -v n="$n
   rf = (r - p) / n * 1000; tf = (t - p) / n * 1000
   printf "per function:     %6.2f ms #[retry], %.2f ms #[instrument]\n", rf, tf
   if (tf > 0) printf "#[retry] / #[instrument]: %.2f (target: at most 0.5)\n", rf / tf
+}'
+awk -v p="${cpu_med[plain]}" -v r="${cpu_med[retry]}" -v t="${cpu_med[instrument]}" -v n="$n" 'BEGIN {
+  rf = (r - p) / n * 1000; tf = (t - p) / n * 1000
+  printf "CPU per function: %6.2f ms #[retry], %.2f ms #[instrument]\n", rf, tf
+  if (tf > 0) printf "CPU #[retry] / #[instrument]: %.2f\n", rf / tf
 }'
