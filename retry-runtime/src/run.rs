@@ -211,7 +211,8 @@ pub(crate) fn drive<'p, R: Outcome>(
             caller_makes_next,
         } = attempts.as_mut().parts();
         match attempt {
-            Some(attempt) if !timer.is_waiting() => {
+            // Only a call with state waits: the happy path does not read the timer.
+            Some(attempt) if run.call.is_none() || !timer.is_waiting() => {
                 let (poll, frame) = match run.call.as_ref() {
                     // Nothing has failed yet: no call state, and so no span to enter. A
                     // path of its own, so that a success here is told from the state
