@@ -9,11 +9,15 @@
 #   bash tools/mutants.sh 3/20       # the fourth of 20 shards: run the shards in pieces
 #   bash tools/mutants.sh 0/1 -- --file retry-runtime/src/breaker.rs
 #
-# The tests run are the workspace's, less the compile-fail suite (`tests/ui.rs`): each
+# The tests run are the workspace's, less the compile-fail suite (`tests/ui.rs`, the test
+# named exactly `ui`: without `--exact`, `--skip ui` would skip every test with "ui" in
+# its name, such as `a_quiet_budget_holds_its_floor`): each
 # trybuild run rebuilds a project of its own and would make every mutant take minutes;
 # the macros and their diagnostics are not what is mutated here. Results go to
 # target/mutants/ (`outcomes.json`, and `missed.txt`, `caught.txt`, `unviable.txt`); the
-# counts are printed at the end. Needs `cargo install cargo-mutants`.
+# counts are printed at the end. Builds use the profile `mutants` (the workspace's
+# `Cargo.toml`: dev without debug info, which links in about half the time). Needs
+# `cargo install cargo-mutants`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 command -v cargo-mutants >/dev/null || { echo "cargo-mutants is not installed: cargo install cargo-mutants --locked" >&2; exit 1; }
@@ -26,8 +30,8 @@ out=target/mutants
 mkdir -p "$out"
 cargo mutants --package persevere-runtime \
   --test-package persevere-runtime,persevere,persevere-integration,persevere-check-edition-2021,persevere-check-renamed-crate \
-  --shard "$shard" --output "$out" --timeout-multiplier 3 \
-  "$@" -- -- --skip ui || true
+  --shard "$shard" --output "$out" --timeout-multiplier 3 --profile mutants \
+  "$@" -- -- --skip ui --exact || true
 
 dir="$out/mutants.out"
 count() { [[ -f "$dir/$1.txt" ]] && wc -l <"$dir/$1.txt" || echo 0; }
