@@ -43,3 +43,26 @@ async fn reset_refills_a_drained_budget_and_zeroes_the_statistics() {
     assert_eq!((stats.requests, stats.attempts, stats.retries), (0, 0, 0));
     assert_eq!(attempts_of_one_call().await, 3);
 }
+
+#[retry]
+#[idempotent]
+async fn up() -> io::Result<u32> {
+    Ok(1)
+}
+
+// Calls that succeed at once are counted per thread and added in batches; a reset drops
+// what this thread has pending too, so the counts start from nothing.
+// Can fail: a reset that leaves the thread's batch, whose five calls come back at the
+// next read.
+#[tokio::test(start_paused = true)]
+async fn reset_forgets_the_calls_a_thread_has_not_added_yet() {
+    for _ in 0..5 {
+        up().await.unwrap();
+    }
+    persevere::stats::reset();
+    let stats = persevere::stats::get("up").expect("registered");
+    assert_eq!((stats.requests, stats.succeeded), (0, 0));
+    up().await.unwrap();
+    let stats = persevere::stats::get("up").expect("registered");
+    assert_eq!((stats.requests, stats.succeeded), (1, 1));
+}

@@ -521,4 +521,35 @@ mod tests {
         assert!(breaker.admit(t1).is_err(), "the one probe is still out");
         assert_eq!(breaker.record(probe, true, t1), Some(BreakerState::Closed));
     }
+
+    // A probe given back after another probe closed the breaker leaves the closed
+    // breaker as it is: its run of failures still counts toward opening it again.
+    // Can fail: an `||` for the `&&` in `abandon`, which took one failure off the run.
+    #[test]
+    fn a_probe_abandoned_after_the_breaker_closed_leaves_it_alone() {
+        let b = CircuitBreaker::new()
+            .with_consecutive_failures(3)
+            .with_open_for(ms(100))
+            .with_probes(2);
+        let t = Instant::now();
+        for _ in 0..3 {
+            b.record(Permit::Closed, false, t);
+        }
+        let t1 = t + ms(100);
+        let first = b.admit(t1).unwrap();
+        let second = b.admit(t1).unwrap();
+        assert_eq!((first, second), (Permit::Probe, Permit::Probe));
+        assert_eq!(b.record(first, true, t1), Some(BreakerState::Closed));
+        // Closed again: two failures in a row, then the second probe is given back.
+        for _ in 0..2 {
+            b.record(b.admit(t1).unwrap(), false, t1);
+        }
+        b.abandon(second);
+        assert_eq!(b.state(t1), BreakerState::Closed);
+        // The third failure in a row opens it.
+        assert_eq!(
+            b.record(b.admit(t1).unwrap(), false, t1),
+            Some(BreakerState::Open)
+        );
+    }
 }
