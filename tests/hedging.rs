@@ -233,9 +233,12 @@ async fn hedged_always_slow(script: &Script) -> io::Result<u32> {
 }
 
 // Every request is slow, so every call wants a hedge: the budget pays for them as for
-// retries, at most its floor (2) plus 10 % of requests, plus the debt of one.
-// 1,000 calls, 50 at a time: at most 103 hedges, where unbudgeted hedging sends 1,000.
-// Can fail: hedges not paid for from the budget.
+// retries, but a hedge never takes the last token, which stays for a retry. So hedges
+// are at most the floor (2) less that one, plus 10 % of requests: 1,000 calls, 50 at a
+// time, at most 101 hedges, where unbudgeted hedging sends 1,000. (Each round of 50
+// calls is counted when its calls end, so the hedges of a round spend what the rounds
+// before it earned: 77 in all.)
+// Can fail: hedges not paid for from the budget, or allowed to take its last token.
 #[tokio::test(start_paused = true)]
 async fn when_every_request_is_slow_hedges_stay_within_the_budget() {
     let script = Script::new(&[(1000, OK)]);
@@ -247,11 +250,44 @@ async fn when_every_request_is_slow_hedges_stay_within_the_budget() {
     }
     let s = stats("hedged_always_slow");
     assert_eq!(s.requests, 1000);
-    assert!(s.hedges <= 103, "{s:?}");
+    assert!(s.hedges <= 101, "{s:?}");
     // It did hedge: the budget's 10 % is spent, not withheld.
-    assert!(s.hedges >= 90, "{s:?}");
+    assert!(s.hedges >= 70, "{s:?}");
     assert_eq!(s.hedges + s.hedges_refused, 1000);
     assert_eq!(u64::from(script.counts().0), 1000 + s.hedges);
+    assert!(EVERY_HEDGE.snapshot(std::time::Instant::now()).tokens >= 1.0);
+}
+
+static SHARED: RetryBudget = RetryBudget::new();
+
+#[retry(hedge = "10ms", budget = SHARED)]
+#[idempotent]
+async fn hedged_sharing(script: &Script) -> io::Result<u32> {
+    script.attempt().await
+}
+
+#[retry(base = "10ms", jitter = "none", budget = SHARED)]
+#[idempotent]
+async fn retried_sharing(script: &Script) -> io::Result<u32> {
+    script.attempt().await
+}
+
+// A budget shared by a hedged function and a plain one: hedges drain it to its last
+// token and no further, so the plain function's next transient failure is still
+// retried.
+// Can fail (as a review found): hedges that spend the reserve retries are there for.
+#[tokio::test(start_paused = true)]
+async fn hedges_leave_the_last_token_for_a_retry() {
+    let slow = Script::new(&[(1000, OK)]);
+    let calls: Vec<_> = (0..30).map(|_| hedged_sharing(&slow)).collect();
+    for result in futures_join_all(calls).await {
+        result.unwrap();
+    }
+    let s = stats("hedged_sharing");
+    assert_eq!((s.hedges, s.hedges_refused), (1, 29), "{s:?}");
+    let flaky = Script::new(&[(1, FAIL), (1, OK)]);
+    assert_eq!(retried_sharing(&flaky).await.unwrap(), 2);
+    assert_eq!(stats("retried_sharing").retries, 1);
 }
 
 /// Awaits every future, concurrently, in order.
@@ -398,4 +434,137 @@ async fn every_copy_counted_was_started() {
     let s = stats("answers_as_the_copy_is_sent");
     assert_eq!(s.hedges, 1);
     assert_eq!(u64::from(BODIES.load(Ordering::SeqCst)), s.attempts);
+}
+
+#[retry(hedge = "50ms", deadline = "1s", budget = UNLIMITED)]
+#[idempotent]
+async fn hedged_not_found(script: &Script) -> io::Result<u32> {
+    script.attempt().await
+}
+
+// A permanent failure is the dependency's answer: it ends the attempt at once, though a
+// copy is in flight (which would only repeat it), and is returned as it is.
+// Can fail (as a review found): the call waited for the hanging copy until its deadline
+// and returned a timeout.
+#[tokio::test(start_paused = true)]
+async fn a_permanent_failure_ends_the_attempt_at_once() {
+    let script = Script::new(&[(60, Some(io::ErrorKind::NotFound)), (3_600_000, OK)]);
+    let start = Instant::now();
+    let error = hedged_not_found(&script).await.unwrap_err();
+    assert_eq!(error.kind(), io::ErrorKind::NotFound);
+    assert_eq!(start.elapsed(), ms(60));
+    assert_eq!(script.counts(), (2, 1));
+    let s = stats("hedged_not_found");
+    assert_eq!((s.attempts, s.hedges, s.failed.permanent), (2, 1, 1));
+}
+
+#[retry(hedge = "50ms", attempts = 3, base = "10ms", jitter = "none", budget = UNLIMITED)]
+#[idempotent]
+async fn hedged_permanent_then_transient(script: &Script) -> io::Result<u32> {
+    script.attempt().await
+}
+
+// A permanent failure is not overridden by a copy's later transient one, which would
+// have the call retried.
+#[tokio::test(start_paused = true)]
+async fn a_later_transient_failure_does_not_override_a_permanent_one() {
+    let script = Script::new(&[(60, Some(io::ErrorKind::PermissionDenied)), (20, FAIL)]);
+    let error = hedged_permanent_then_transient(&script).await.unwrap_err();
+    assert_eq!(error.kind(), io::ErrorKind::PermissionDenied);
+    assert_eq!(script.counts(), (2, 1));
+    assert_eq!(stats("hedged_permanent_then_transient").retries, 0);
+}
+
+#[retry(attempts = 2, base = "1ms", budget = UNLIMITED)]
+#[idempotent]
+async fn inner_fails() -> io::Result<u32> {
+    Err(io::ErrorKind::ConnectionReset.into())
+}
+
+static OUTER_ATTEMPTS: AtomicU32 = AtomicU32::new(0);
+
+#[retry(hedge = "50ms", attempts = 3, base = "10ms", jitter = "none", budget = UNLIMITED)]
+#[idempotent]
+async fn hedged_outer() -> io::Result<u32> {
+    if OUTER_ATTEMPTS.fetch_add(1, Ordering::SeqCst) % 2 == 0 {
+        // The first attempt passes the nested failure on, at 200 ms.
+        let error = inner_fails().await.unwrap_err();
+        tokio::time::sleep(ms(200)).await;
+        Err(error)
+    } else {
+        // The copy handles its own nested failure, then fails itself, at 60 ms.
+        let _ = inner_fails().await;
+        persevere::nested_failure_handled();
+        tokio::time::sleep(ms(10)).await;
+        Err(io::ErrorKind::ConnectionReset.into())
+    }
+}
+
+// Each copy keeps its own mark of a nested call's failure: the copy that handled its
+// own does not clear the first attempt's, whose failure (the nested one, passed on) is
+// not retried again.
+// Can fail (as a review found): the copies shared the call's mark, and the copy's
+// `nested_failure_handled()` had the first attempt's failure retried: 6 attempts.
+#[tokio::test(start_paused = true)]
+async fn each_copy_keeps_its_own_mark_of_a_nested_failure() {
+    let error = hedged_outer().await.unwrap_err();
+    assert_eq!(error.kind(), io::ErrorKind::ConnectionReset);
+    assert_eq!(OUTER_ATTEMPTS.load(Ordering::SeqCst), 2);
+    let s = stats("hedged_outer");
+    assert_eq!((s.attempts, s.failed.retried_inside), (2, 1));
+}
+
+static CACHE_HITS: AtomicU32 = AtomicU32::new(0);
+
+#[retry(hedge = "p90", budget = UNLIMITED)]
+#[idempotent]
+async fn mostly_cached(script: &Script) -> io::Result<u32> {
+    // Nine calls in ten answer from a cache, without waiting.
+    if CACHE_HITS.fetch_add(1, Ordering::SeqCst) % 10 != 0 {
+        return Ok(0);
+    }
+    script.attempt().await
+}
+
+// An attempt that answers without waiting says nothing of how long a slow one takes:
+// the percentile is of the attempts that waited, here a steady 20 ms, and none of them
+// is hedged.
+// Can fail (as a review found): cache hits learnt as 0 ms made the p90 0 ms, and every
+// miss got a copy at once.
+#[tokio::test(start_paused = true)]
+async fn answers_without_waiting_are_not_learnt() {
+    let script = Script::new(&[(20, OK)]);
+    for _ in 0..3000 {
+        mostly_cached(&script).await.unwrap();
+    }
+    let s = stats("mostly_cached");
+    assert_eq!(s.requests, 3000);
+    assert_eq!(s.hedges, 0, "{s:?}");
+}
+
+static OPENS: CircuitBreaker = CircuitBreaker::new()
+    .with_consecutive_failures(1)
+    .with_open_for(Duration::from_millis(100));
+
+#[retry(hedge = "300ms", breaker = OPENS, budget = UNLIMITED)]
+#[idempotent]
+async fn hedged_while_open(script: &Script) -> Result<u32, BreakerError> {
+    Ok(script.attempt().await?)
+}
+
+// A copy due while the breaker is open (its open time over) is not sent, and its ask
+// does not move the breaker to half-open: only a real call's probe does.
+// Can fail (as a review found): the copy's ask moved the breaker to half-open.
+#[tokio::test(start_paused = true)]
+async fn a_copy_due_while_the_breaker_is_open_is_not_sent() {
+    let script = Script::new(&[(1000, OK)]);
+    let call = tokio::spawn(async move { hedged_while_open(&script).await.map(|_| ()) });
+    tokio::time::sleep(ms(10)).await;
+    // Something else opens the breaker.
+    let permit = OPENS.admit(std::time::Instant::now()).unwrap();
+    OPENS.record(permit, false, std::time::Instant::now());
+    call.await.unwrap().unwrap();
+    let s = stats("hedged_while_open");
+    assert_eq!(s.hedges, 0);
+    assert_eq!(OPENS.snapshot(std::time::Instant::now()).half_opened, 0);
 }

@@ -232,6 +232,29 @@ impl RetryBudget {
         granted
     }
 
+    /// Asks for a hedge (a copy of a slow attempt) at `now`: as [`RetryBudget::withdraw`],
+    /// but granted only while a whole token would be left for a retry, since a hedge
+    /// only speeds a call up and a retry may be what saves one.
+    pub(crate) fn withdraw_hedge(&self, _now: Instant) -> bool {
+        let granted = self.floor.is_none() || self.spend_leaving_one();
+        let count = if granted {
+            &self.retries
+        } else {
+            &self.refusals
+        };
+        count.fetch_add(1, Ordering::Relaxed);
+        granted
+    }
+
+    /// Spends one token if two are there: one stays.
+    fn spend_leaving_one(&self) -> bool {
+        self.balance
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |balance| {
+                (balance >= 2 * PPM).then_some(balance - PPM)
+            })
+            .is_ok()
+    }
+
     /// Spends one token: at once if the balance holds one; with the probability of the
     /// fraction it holds otherwise, going into debt.
     fn spend_one(&self) -> bool {

@@ -29,11 +29,12 @@ use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use crate::batch;
-use crate::breaker::Permit;
+use crate::breaker::{BreakerState, Permit};
 use crate::classify::Class;
 use crate::clock::{Clock, CompactInstant, TokioClock};
 use crate::handling::{Handle, Handling, OnOpen, OnTimeout, OnWait, Outcome, ShowError};
 use crate::latency::{LatencySketch, MIN_SAMPLES};
+use crate::layer::swap_inner_failure;
 use crate::limit::Timer;
 use crate::policy::Policy;
 use crate::run::{Attempts, Parts, Run, drive};
@@ -126,6 +127,8 @@ impl Hedge {
 struct Sent<G> {
     future: Pin<Box<G>>,
     sent: Instant,
+    // Whether a nested `#[retry]` call gave up in this copy (see `layer`).
+    marked: bool,
 }
 
 pin_project_lite::pin_project! {
@@ -137,6 +140,9 @@ pin_project_lite::pin_project! {
         first: Option<G>,
         // When the first was first polled, once it was found waiting.
         started: Option<Instant>,
+        // Whether a nested `#[retry]` call gave up in the first: each copy keeps its
+        // own mark, swapped into the call's layer around its polls.
+        first_marked: bool,
         copies: [Option<Sent<G>>; MAX_HEDGES as usize],
         // The breaker's permits of copies sent, for the failures told before the end.
         permits: [Option<Permit>; MAX_HEDGES as usize],
@@ -168,6 +174,7 @@ where
         Self {
             first: Some(first),
             started: None,
+            first_marked: false,
             copies: [const { None }; MAX_HEDGES as usize],
             permits: [None; MAX_HEDGES as usize],
             timer: None,
@@ -190,6 +197,7 @@ where
         abandon(this.policy, this.permits);
         this.timer.set(None);
         *this.started = None;
+        *this.first_marked = false;
         *this.sent = None;
         this.first.set(Some((this.make)()));
     }
@@ -216,42 +224,52 @@ where
         let hedge = *this.hedge;
         let policy = *this.policy;
         loop {
-            // The copies sent beside the first attempt.
+            // The copies sent beside the first attempt, each in its own mark of a nested
+            // failure.
             for i in 0..this.copies.len() {
                 let Some(copy) = &mut this.copies[i] else {
                     continue;
                 };
-                let Poll::Ready(outcome) = copy.future.as_mut().poll(cx) else {
+                swap_inner_failure(copy.marked);
+                let poll = copy.future.as_mut().poll(cx);
+                copy.marked = swap_inner_failure(false);
+                let Poll::Ready(outcome) = poll else {
                     continue;
                 };
-                let latency = TokioClock::now() - copy.sent;
+                let (sent, marked) = (copy.sent, copy.marked);
                 this.copies[i] = None;
+                let latency = TokioClock::now() - sent;
                 let in_flight =
                     usize::from(this.first.is_some()) + this.copies.iter().flatten().count();
-                match outcome.failure() {
+                let ends = match outcome.failure() {
                     None => {
                         hedge.learn(latency);
                         // The first attempt, still running, lost: its time so far is a
                         // lower bound of its latency, and is learnt as one.
-                        if let Some(started) = *this.started {
-                            if this.first.is_some() {
-                                hedge.learn(TokioClock::now() - started);
-                            }
+                        if let (Some(started), true) = (*this.started, this.first.is_some()) {
+                            hedge.learn(TokioClock::now() - started);
                         }
-                        this.first.set(None);
                         if let Some(stats) = policy.stats() {
                             stats.record_hedge_won();
                         }
                         telemetry::hedge_won(policy, latency);
-                        return Poll::Ready(won(outcome, this.copies, this.permits, policy));
+                        true
                     }
-                    Some(_) if in_flight == 0 => {
-                        // The last copy's failure is the attempt's: the driver tells it
-                        // to the breaker with the call's own permit.
-                        abandon(policy, this.permits);
-                        return Poll::Ready(outcome);
+                    Some(error) => {
+                        let class = (this.classify)(error);
+                        // A failure no retry can fix (a permanent one) is the
+                        // dependency's answer, which another copy would only repeat:
+                        // it ends the attempt. So does the last copy's failure.
+                        let ends = in_flight == 0 || !class.is_retryable();
+                        if !ends {
+                            tell_failure(policy, this.permits, class);
+                        }
+                        ends
                     }
-                    Some(error) => tell_failure(policy, this.permits, (this.classify)(error)),
+                };
+                if ends {
+                    this.first.set(None);
+                    return Poll::Ready(end(outcome, marked, this.copies, this.permits, policy));
                 }
             }
             // The first attempt, polled after the copies, so that a copy just sent is
@@ -259,16 +277,38 @@ where
             let in_flight =
                 usize::from(this.first.is_some()) + this.copies.iter().flatten().count();
             if let Some(first) = this.first.as_mut().as_pin_mut() {
-                if let Poll::Ready(outcome) = first.poll(cx) {
+                swap_inner_failure(*this.first_marked);
+                let poll = first.poll(cx);
+                *this.first_marked = swap_inner_failure(false);
+                if let Poll::Ready(outcome) = poll {
                     this.first.set(None);
-                    let latency = this.started.map(|started| TokioClock::now() - started);
-                    match outcome.failure() {
+                    let ends = match outcome.failure() {
                         None => {
-                            hedge.learn(latency.unwrap_or_default());
-                            return Poll::Ready(won(outcome, this.copies, this.permits, policy));
+                            // An attempt that answered without waiting says nothing of
+                            // how long a slow one takes: not learnt.
+                            if let Some(started) = *this.started {
+                                hedge.learn(TokioClock::now() - started);
+                            }
+                            true
                         }
-                        Some(_) if in_flight == 1 => return Poll::Ready(outcome),
-                        Some(error) => tell_failure(policy, this.permits, (this.classify)(error)),
+                        Some(error) => {
+                            let class = (this.classify)(error);
+                            let ends = in_flight == 1 || !class.is_retryable();
+                            if !ends {
+                                tell_failure(policy, this.permits, class);
+                            }
+                            ends
+                        }
+                    };
+                    if ends {
+                        let marked = *this.first_marked;
+                        return Poll::Ready(end(
+                            outcome,
+                            marked,
+                            this.copies,
+                            this.permits,
+                            policy,
+                        ));
                     }
                 }
             }
@@ -307,6 +347,7 @@ where
             this.copies[i] = Some(Sent {
                 future: Box::pin((this.make)()),
                 sent: now,
+                marked: false,
             });
             if let Some(permit) = permit {
                 let slot = this
@@ -337,12 +378,14 @@ where
     }
 }
 
-/// The attempt's success: every other copy in flight is dropped now, and its permit
-/// given back (the driver tells the breaker of the success with the call's own). A copy
+/// The attempt's end, with `outcome`: every other copy in flight is dropped now, and
+/// its permit given back (the driver tells the breaker of the outcome with the call's
+/// own permit). The call's layer gets the mark of the copy whose outcome it is. A copy
 /// that lost is not learnt: its time so far, from when it was sent, says nothing of how
 /// long an attempt takes.
-fn won<G, R>(
+fn end<G, R>(
     outcome: R,
+    marked: bool,
     copies: &mut [Option<Sent<G>>],
     permits: &mut [Option<Permit>],
     policy: &Policy,
@@ -351,6 +394,7 @@ fn won<G, R>(
         *copy = None;
     }
     abandon(policy, permits);
+    swap_inner_failure(marked);
     outcome
 }
 
@@ -374,6 +418,9 @@ fn admit_copy(policy: &Policy) -> Option<Option<Permit>> {
     let now = TokioClock::now();
     let permit = match policy.breaker() {
         None => None,
+        // Asked only when closed: asking an open breaker whose time is up would move it
+        // to half-open, and a copy must not take a probe's place even for a moment.
+        Some(breaker) if breaker.state(now) != BreakerState::Closed => return None,
         Some(breaker) => match breaker.admit(now) {
             Ok(Permit::Closed) => Some(Permit::Closed),
             Ok(probe) => {
@@ -387,7 +434,7 @@ fn admit_copy(policy: &Policy) -> Option<Option<Permit>> {
     if let Some(slot) = policy.stats().and_then(|stats| stats.slot()) {
         batch::flush(slot, CompactInstant::new(now));
     }
-    if policy.budget().withdraw(now) {
+    if policy.budget().withdraw_hedge(now) {
         return Some(permit);
     }
     if let (Some(breaker), Some(permit)) = (policy.breaker(), permit) {

@@ -194,6 +194,20 @@ pub(crate) fn mark_inner_failure() {
     FRAME.set(frame);
 }
 
+/// Sets whether a nested call has given up in the attempt running now, and returns
+/// whether one had: for hedged copies, which share their call's layer and each keep
+/// their own mark, swapped in around each poll.
+pub(crate) fn swap_inner_failure(marked: bool) -> bool {
+    let frame = FRAME.get();
+    let was = frame.inner_failed();
+    let mut now = frame.moved_on();
+    if marked {
+        now.mark_inner_failed();
+    }
+    FRAME.set(now);
+    was
+}
+
 /// Tells the enclosing `#[retry]` layer that the code running now has handled the
 /// failures of the nested `#[retry]` calls it made, so that a failure of its own after
 /// them is retried as usual.
