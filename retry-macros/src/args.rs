@@ -519,10 +519,14 @@ fn hedge(input: ParseStream) -> syn::Result<Spanned<HedgeAt>> {
                 ),
             )
         };
-        let percent: f64 = number.parse().map_err(|_| not_a_percentile())?;
-        if !percent.is_finite() || number.starts_with(['+', '-']) {
-            return Err(not_a_percentile());
-        }
+        // Digits and at most one point: no sign, exponent, `inf` or `NaN`.
+        let plain = !number.is_empty()
+            && number.chars().all(|c| c.is_ascii_digit() || c == '.')
+            && number.matches('.').count() <= 1;
+        let percent: f64 = match number.parse() {
+            Ok(percent) if plain => percent,
+            _ => return Err(not_a_percentile()),
+        };
         if !(50.0..100.0).contains(&percent) {
             let why = if percent >= 100.0 {
                 "no attempt is slower than the slowest, so no hedge would ever be sent"
@@ -537,6 +541,12 @@ fn hedge(input: ParseStream) -> syn::Result<Spanned<HedgeAt>> {
             ));
         }
         return at(HedgeAt::Percentile(percent / 100.0));
+    }
+    if let Some(number) = text.strip_prefix('P') {
+        return Err(syn::Error::new(
+            span,
+            format!("a percentile is written with a small `p`: \"p{number}\""),
+        ));
     }
     if text.parse::<f64>().is_ok() {
         return Err(syn::Error::new(

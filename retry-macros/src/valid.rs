@@ -7,7 +7,7 @@ use quote::quote;
 use syn::spanned::Spanned;
 use syn::{FnArg, ItemFn, ReturnType, Signature, Type, TypeParamBound};
 
-use crate::args::{Args, On};
+use crate::args::{Args, HedgeAt, On};
 use crate::diag::{locate, push};
 use crate::func::{RetryFn, bare};
 use crate::item::is_attr;
@@ -185,6 +185,30 @@ fn hedge(args: &Args, item: &ItemFn, marked_above: bool, errors: &mut Option<syn
         }
         return;
     };
+    // A delay no shorter than the call's deadline or the attempt's time limit never sends
+    // a copy: the attempt is cut first.
+    if let HedgeAt::After(delay) = hedge.value {
+        let limits = [
+            ("deadline", &args.deadline),
+            ("attempt_timeout", &args.attempt_timeout),
+        ];
+        for (key, limit) in limits {
+            if let Some(limit) = limit {
+                if delay >= limit.value {
+                    push(
+                        errors,
+                        syn::Error::new(
+                            hedge.span,
+                            format!(
+                                "`hedge` waits {delay:?}, no shorter than `{key}` ({:?}): the attempt is cut before a copy is ever sent; hedge after a delay well below it",
+                                limit.value
+                            ),
+                        ),
+                    );
+                }
+            }
+        }
+    }
     let idempotent = marked_above
         || args.key.is_some()
         || item.attrs.iter().any(|attr| is_attr(attr, "idempotent"));

@@ -36,6 +36,30 @@ async fn nan() -> std::io::Result<()> {
     Ok(())
 }
 
+#[retry(hedge = "P95")]
+#[idempotent]
+async fn capital() -> std::io::Result<()> {
+    Ok(())
+}
+
+#[retry(hedge = "p5e1")]
+#[idempotent]
+async fn exponent() -> std::io::Result<()> {
+    Ok(())
+}
+
+#[retry(hedge = "50ms", deadline = "50ms")]
+#[idempotent]
+async fn beyond_the_deadline() -> std::io::Result<()> {
+    Ok(())
+}
+
+#[retry(hedge = "200ms", attempt_timeout = "100ms")]
+#[idempotent]
+async fn beyond_the_attempt_timeout() -> std::io::Result<()> {
+    Ok(())
+}
+
 #[retry(hedge = 50)]
 #[idempotent]
 async fn not_a_string() -> std::io::Result<()> {
