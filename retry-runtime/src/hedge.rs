@@ -14,10 +14,14 @@
 //!   [`LatencySketch`]; no hedge until it holds [`MIN_SAMPLES`]), and again after the same
 //!   delay while fewer than `hedges` copies have been sent;
 //! - **what it costs**: each copy is a request, paid for from the function's retry budget
-//!   like a retry; refused, no copy is sent. A copy needs the circuit breaker closed.
+//!   like a retry, but never with its last token (left for a retry); refused, no copy is
+//!   sent. A copy needs the circuit breaker closed.
 //! - **what is counted**: every copy is an attempt in the statistics (`hedges`,
 //!   `hedges_won`) and, through a permit of its own, in the breaker; a copy that fails
-//!   while another is in flight is told to the breaker then, and does not end the call.
+//!   with a transient error while another is in flight is told to the breaker then, and
+//!   does not end the attempt; a permanent failure ends it at once.
+//! - **nested calls**: the copies share the call's layer (its deadline), and each keeps
+//!   its own mark of a nested `#[retry]` call's failure, swapped in around its polls.
 //!
 //! The compile-time half of hedging is in the macros: `hedge` is accepted only on an
 //! `async fn` marked `#[idempotent]` or taking an idempotency key, with no `&mut`
