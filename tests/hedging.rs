@@ -568,3 +568,19 @@ async fn a_copy_due_while_the_breaker_is_open_is_not_sent() {
     assert_eq!(s.hedges, 0);
     assert_eq!(OPENS.snapshot(std::time::Instant::now()).half_opened, 0);
 }
+
+#[retry(hedge = "50ms", budget = UNLIMITED)]
+#[idempotent]
+async fn hedged_tie(script: &Script) -> io::Result<u32> {
+    script.attempt().await
+}
+
+// The first attempt and its copy answer at the same moment: the first wins, and the
+// copy, which saved nothing, is not counted as won.
+#[tokio::test(start_paused = true)]
+async fn the_first_attempt_wins_a_tie() {
+    let script = Script::new(&[(100, OK), (50, OK)]);
+    assert_eq!(hedged_tie(&script).await.unwrap(), 1);
+    let s = stats("hedged_tie");
+    assert_eq!((s.hedges, s.hedges_won), (1, 0));
+}

@@ -227,92 +227,117 @@ where
         let mut this = self.project();
         let hedge = *this.hedge;
         let policy = *this.policy;
+        // The loop goes round again only after sending a copy.
+        let mut just_sent = false;
         loop {
-            // The copies sent beside the first attempt, each in its own mark of a nested
-            // failure.
-            for i in 0..this.copies.len() {
-                let Some(copy) = &mut this.copies[i] else {
-                    continue;
-                };
-                swap_inner_failure(copy.marked);
-                let poll = copy.future.as_mut().poll(cx);
-                copy.marked = swap_inner_failure(false);
-                let Poll::Ready(outcome) = poll else {
-                    continue;
-                };
-                let (sent, marked) = (copy.sent, copy.marked);
-                this.copies[i] = None;
-                let latency = TokioClock::now() - sent;
-                let in_flight =
-                    usize::from(this.first.is_some()) + this.copies.iter().flatten().count();
-                let ends = match outcome.failure() {
-                    None => {
-                        hedge.learn(latency);
-                        // The first attempt, still running, lost: its time so far is a
-                        // lower bound of its latency, and is learnt as one.
-                        if let (Some(started), true) = (*this.started, this.first.is_some()) {
-                            hedge.learn(TokioClock::now() - started);
-                        }
-                        if let Some(stats) = policy.stats() {
-                            stats.record_hedge_won();
-                        }
-                        telemetry::hedge_won(policy, latency);
-                        true
-                    }
-                    Some(error) => {
-                        let class = (this.classify)(error);
-                        // A failure no retry can fix (a permanent one) is the
-                        // dependency's answer, which another copy would only repeat:
-                        // it ends the attempt. So does the last copy's failure.
-                        let ends = in_flight == 0 || !class.is_retryable();
-                        if !ends {
-                            tell_failure(policy, this.permits, class);
-                        }
-                        ends
-                    }
-                };
-                if ends {
-                    this.first.set(None);
-                    return Poll::Ready(end(outcome, marked, this.copies, this.permits, policy));
-                }
-            }
-            // The first attempt, polled after the copies, so that a copy just sent is
-            // polled (its request on its way) before the first can end the group.
-            let in_flight =
-                usize::from(this.first.is_some()) + this.copies.iter().flatten().count();
-            if let Some(first) = this.first.as_mut().as_pin_mut() {
-                swap_inner_failure(*this.first_marked);
-                let poll = first.poll(cx);
-                *this.first_marked = swap_inner_failure(false);
-                if let Poll::Ready(outcome) = poll {
-                    this.first.set(None);
-                    let ends = match outcome.failure() {
-                        None => {
-                            // An attempt that answered without waiting says nothing of
-                            // how long a slow one takes: not learnt.
-                            if let Some(started) = *this.started {
-                                hedge.learn(TokioClock::now() - started);
+            // The first attempt, then the copies: the first wins a tie. Right after a
+            // copy is sent, the copies first, so that the new one is polled (its
+            // request on its way) before the first can end the attempt.
+            let order = if just_sent {
+                [Turn::Copies, Turn::First]
+            } else {
+                [Turn::First, Turn::Copies]
+            };
+            for turn in order {
+                match turn {
+                    Turn::Copies => {
+                        // The copies sent beside the first attempt, each in its own mark of a nested
+                        // failure.
+                        for i in 0..this.copies.len() {
+                            let Some(copy) = &mut this.copies[i] else {
+                                continue;
+                            };
+                            swap_inner_failure(copy.marked);
+                            let poll = copy.future.as_mut().poll(cx);
+                            copy.marked = swap_inner_failure(false);
+                            let Poll::Ready(outcome) = poll else {
+                                continue;
+                            };
+                            let (sent, marked) = (copy.sent, copy.marked);
+                            this.copies[i] = None;
+                            let latency = TokioClock::now() - sent;
+                            let in_flight = usize::from(this.first.is_some())
+                                + this.copies.iter().flatten().count();
+                            let ends = match outcome.failure() {
+                                None => {
+                                    hedge.learn(latency);
+                                    // The first attempt, still running, lost: its time so far is a
+                                    // lower bound of its latency, and is learnt as one.
+                                    if let (Some(started), true) =
+                                        (*this.started, this.first.is_some())
+                                    {
+                                        hedge.learn(TokioClock::now() - started);
+                                    }
+                                    if let Some(stats) = policy.stats() {
+                                        stats.record_hedge_won();
+                                    }
+                                    telemetry::hedge_won(policy, latency);
+                                    true
+                                }
+                                Some(error) => {
+                                    let class = (this.classify)(error);
+                                    // A failure no retry can fix (a permanent one) is the
+                                    // dependency's answer, which another copy would only repeat:
+                                    // it ends the attempt. So does the last copy's failure.
+                                    let ends = in_flight == 0 || !class.is_retryable();
+                                    if !ends {
+                                        tell_failure(policy, this.permits, class);
+                                    }
+                                    ends
+                                }
+                            };
+                            if ends {
+                                this.first.set(None);
+                                return Poll::Ready(end(
+                                    outcome,
+                                    marked,
+                                    this.copies,
+                                    this.permits,
+                                    policy,
+                                ));
                             }
-                            true
                         }
-                        Some(error) => {
-                            let class = (this.classify)(error);
-                            let ends = in_flight == 1 || !class.is_retryable();
-                            if !ends {
-                                tell_failure(policy, this.permits, class);
+                    }
+                    Turn::First => {
+                        // The first attempt.
+                        let in_flight = usize::from(this.first.is_some())
+                            + this.copies.iter().flatten().count();
+                        if let Some(first) = this.first.as_mut().as_pin_mut() {
+                            swap_inner_failure(*this.first_marked);
+                            let poll = first.poll(cx);
+                            *this.first_marked = swap_inner_failure(false);
+                            if let Poll::Ready(outcome) = poll {
+                                this.first.set(None);
+                                let ends = match outcome.failure() {
+                                    None => {
+                                        // An attempt that answered without waiting says nothing of
+                                        // how long a slow one takes: not learnt.
+                                        if let Some(started) = *this.started {
+                                            hedge.learn(TokioClock::now() - started);
+                                        }
+                                        true
+                                    }
+                                    Some(error) => {
+                                        let class = (this.classify)(error);
+                                        let ends = in_flight == 1 || !class.is_retryable();
+                                        if !ends {
+                                            tell_failure(policy, this.permits, class);
+                                        }
+                                        ends
+                                    }
+                                };
+                                if ends {
+                                    let marked = *this.first_marked;
+                                    return Poll::Ready(end(
+                                        outcome,
+                                        marked,
+                                        this.copies,
+                                        this.permits,
+                                        policy,
+                                    ));
+                                }
                             }
-                            ends
                         }
-                    };
-                    if ends {
-                        let marked = *this.first_marked;
-                        return Poll::Ready(end(
-                            outcome,
-                            marked,
-                            this.copies,
-                            this.permits,
-                            policy,
-                        ));
                     }
                 }
             }
@@ -378,8 +403,16 @@ where
                 }
             }
             // Polls the new copy at once.
+            just_sent = true;
         }
     }
+}
+
+/// Which of the attempt's futures is polled.
+#[derive(Clone, Copy)]
+enum Turn {
+    First,
+    Copies,
 }
 
 /// The attempt's end, with `outcome`: every other copy in flight is dropped now, and
