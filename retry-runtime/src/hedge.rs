@@ -148,8 +148,6 @@ pin_project_lite::pin_project! {
         // own mark, swapped into the call's layer around its polls.
         first_marked: bool,
         copies: [Option<Sent<G>>; MAX_HEDGES as usize],
-        // The breaker's permits of copies sent, for the failures told before the end.
-        permits: [Option<Permit>; MAX_HEDGES as usize],
         #[pin]
         timer: Option<tokio::time::Sleep>,
         // Copies sent so far; `None` before the first poll, when the delay is read.
@@ -180,7 +178,6 @@ where
             started: None,
             first_marked: false,
             copies: [const { None }; MAX_HEDGES as usize],
-            permits: [None; MAX_HEDGES as usize],
             timer: None,
             sent: None,
             delay: None,
@@ -191,28 +188,17 @@ where
         }
     }
 
-    /// Drops every copy in flight (their permits given back), and makes the next
-    /// attempt, not yet hedged.
+    /// Drops every copy in flight, and makes the next attempt, not yet hedged.
     fn restart(self: Pin<&mut Self>) {
         let mut this = self.project();
         for copy in this.copies.iter_mut() {
             *copy = None;
         }
-        abandon(this.policy, this.permits);
         this.timer.set(None);
         *this.started = None;
         *this.first_marked = false;
         *this.sent = None;
         this.first.set(Some((this.make)()));
-    }
-}
-
-/// Gives back the permits of copies that will not be told to the breaker.
-fn abandon(policy: &Policy, permits: &mut [Option<Permit>]) {
-    for permit in permits.iter_mut().filter_map(Option::take) {
-        if let Some(breaker) = policy.breaker() {
-            breaker.abandon(permit);
-        }
     }
 }
 
@@ -281,20 +267,14 @@ where
                                     // it ends the attempt. So does the last copy's failure.
                                     let ends = in_flight == 0 || !class.is_retryable();
                                     if !ends {
-                                        tell_failure(policy, this.permits, class);
+                                        tell_failure(policy, class);
                                     }
                                     ends
                                 }
                             };
                             if ends {
                                 this.first.set(None);
-                                return Poll::Ready(end(
-                                    outcome,
-                                    marked,
-                                    this.copies,
-                                    this.permits,
-                                    policy,
-                                ));
+                                return Poll::Ready(end(outcome, marked, this.copies));
                             }
                         }
                     }
@@ -321,20 +301,14 @@ where
                                         let class = (this.classify)(error);
                                         let ends = in_flight == 1 || !class.is_retryable();
                                         if !ends {
-                                            tell_failure(policy, this.permits, class);
+                                            tell_failure(policy, class);
                                         }
                                         ends
                                     }
                                 };
                                 if ends {
                                     let marked = *this.first_marked;
-                                    return Poll::Ready(end(
-                                        outcome,
-                                        marked,
-                                        this.copies,
-                                        this.permits,
-                                        policy,
-                                    ));
+                                    return Poll::Ready(end(outcome, marked, this.copies));
                                 }
                             }
                         }
@@ -364,9 +338,9 @@ where
                 return Poll::Pending;
             }
             this.timer.set(None);
-            let Some(permit) = admit_copy(policy) else {
+            if !admit_copy(policy) {
                 return Poll::Pending;
-            };
+            }
             let i = this
                 .copies
                 .iter()
@@ -378,14 +352,6 @@ where
                 sent: now,
                 marked: false,
             });
-            if let Some(permit) = permit {
-                let slot = this
-                    .permits
-                    .iter_mut()
-                    .find(|p| p.is_none())
-                    .expect("a free permit slot");
-                *slot = Some(permit);
-            }
             let sent = sent + 1;
             *this.sent = Some(sent);
             if let Some(stats) = policy.stats() {
@@ -415,72 +381,53 @@ enum Turn {
     Copies,
 }
 
-/// The attempt's end, with `outcome`: every other copy in flight is dropped now, and
-/// its permit given back (the driver tells the breaker of the outcome with the call's
-/// own permit). The call's layer gets the mark of the copy whose outcome it is. A copy
-/// that lost is not learnt: its time so far, from when it was sent, says nothing of how
-/// long an attempt takes.
-fn end<G, R>(
-    outcome: R,
-    marked: bool,
-    copies: &mut [Option<Sent<G>>],
-    permits: &mut [Option<Permit>],
-    policy: &Policy,
-) -> R {
+/// The attempt's end, with `outcome`: every other copy in flight is dropped now (the
+/// driver tells the breaker of the outcome). The call's layer gets the mark of the copy
+/// whose outcome it is. A copy that lost is not learnt: its time so far, from when it was
+/// sent, says nothing of how long an attempt takes.
+fn end<G, R>(outcome: R, marked: bool, copies: &mut [Option<Sent<G>>]) -> R {
     for copy in copies.iter_mut() {
         *copy = None;
     }
-    abandon(policy, permits);
     swap_inner_failure(marked);
     outcome
 }
 
-/// Tells the breaker of a copy that failed while another is in flight, with one of the
-/// permits of the copies sent: a permit is the right to one attempt, not to a given one.
-fn tell_failure(policy: &Policy, permits: &mut [Option<Permit>], class: Class) {
-    let Some(breaker) = policy.breaker() else {
-        return;
-    };
-    if let Some(permit) = permits.iter_mut().find_map(Option::take) {
-        if let Some(moved) = breaker.record(permit, !class.is_retryable(), TokioClock::now()) {
+/// Tells the breaker of a copy that failed while another is in flight. A copy is sent
+/// only while the breaker is closed, whose permits are all alike: the group has one for
+/// each copy it sent, and tells at most that many failures (the last outcome is the
+/// driver's to tell).
+fn tell_failure(policy: &Policy, class: Class) {
+    if let Some(breaker) = policy.breaker() {
+        let now = TokioClock::now();
+        if let Some(moved) = breaker.record(Permit::Closed, !class.is_retryable(), now) {
             telemetry::breaker_moved(policy, moved);
         }
     }
 }
 
-/// Whether a copy may be sent now: the breaker is closed (a copy is never a half-open
-/// breaker's probe), and the budget pays for it. `Some(permit)` if so, with the breaker's
-/// permit if the policy has a breaker.
-fn admit_copy(policy: &Policy) -> Option<Option<Permit>> {
+/// Whether a copy may be sent now: the breaker, if any, is closed (a copy is never a
+/// half-open breaker's probe, and asking an open breaker whose time is up would move it
+/// to half-open), and the budget pays for it.
+fn admit_copy(policy: &Policy) -> bool {
     let now = TokioClock::now();
-    let permit = match policy.breaker() {
-        None => None,
-        // Asked only when closed: asking an open breaker whose time is up would move it
-        // to half-open, and a copy must not take a probe's place even for a moment.
-        Some(breaker) if breaker.state(now) != BreakerState::Closed => return None,
-        Some(breaker) => match breaker.admit(now) {
-            Ok(Permit::Closed) => Some(Permit::Closed),
-            Ok(probe) => {
-                breaker.abandon(probe);
-                return None;
-            }
-            Err(_) => return None,
-        },
-    };
+    if policy
+        .breaker()
+        .is_some_and(|breaker| breaker.state(now) != BreakerState::Closed)
+    {
+        return false;
+    }
     // The budget learns of this thread's pending requests before it is asked.
     if let Some(slot) = policy.stats().and_then(|stats| stats.slot()) {
         batch::flush(slot, CompactInstant::new(now));
     }
-    if policy.budget().withdraw_hedge(now) {
-        return Some(permit);
+    let paid = policy.budget().withdraw_hedge(now);
+    if !paid {
+        if let Some(stats) = policy.stats() {
+            stats.record_hedge_refused();
+        }
     }
-    if let (Some(breaker), Some(permit)) = (policy.breaker(), permit) {
-        breaker.abandon(permit);
-    }
-    if let Some(stats) = policy.stats() {
-        stats.record_hedge_refused();
-    }
-    None
+    paid
 }
 
 pin_project_lite::pin_project! {
