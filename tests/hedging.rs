@@ -355,6 +355,9 @@ async fn the_breaker_sees_every_copy() {
         BREAKER.state(std::time::Instant::now()),
         persevere::BreakerState::Open
     );
+    // Each failure told once: the first's by the attempt, the copy's by the call.
+    let snapshot = BREAKER.snapshot(std::time::Instant::now());
+    assert_eq!((snapshot.calls, snapshot.failures), (2, 2));
     // Open, it refuses the next call before any attempt.
     let error = hedged_behind_breaker(&script).await.unwrap_err();
     assert!(matches!(error, BreakerError::Open(_)));
@@ -583,4 +586,43 @@ async fn the_first_attempt_wins_a_tie() {
     assert_eq!(hedged_tie(&script).await.unwrap(), 1);
     let s = stats("hedged_tie");
     assert_eq!((s.hedges, s.hedges_won), (1, 0));
+}
+
+static STARTS: Mutex<Vec<Duration>> = Mutex::new(Vec::new());
+
+#[retry(hedge = "50ms", hedges = 3, deadline = "1s", budget = UNLIMITED)]
+#[idempotent]
+async fn hedged_thrice(start: Instant) -> io::Result<u32> {
+    STARTS.lock().unwrap().push(start.elapsed());
+    std::future::pending::<()>().await;
+    Ok(1)
+}
+
+// Each copy goes one delay after the last, up to `hedges`.
+// Can fail: a copy's timer set from the wrong end (all copies at 50 ms), or a fourth.
+#[tokio::test(start_paused = true)]
+async fn copies_are_sent_one_delay_apart() {
+    let start = Instant::now();
+    hedged_thrice(start).await.unwrap_err();
+    assert_eq!(*STARTS.lock().unwrap(), [ms(0), ms(50), ms(100), ms(150)]);
+}
+
+#[retry(hedge = "50ms", hedges = 2, budget = UNLIMITED)]
+#[idempotent]
+async fn hedged_twice(script: &Script) -> io::Result<u32> {
+    script.attempt().await
+}
+
+// The first copy fails while the first attempt and the second copy are both in flight:
+// the attempt goes on, and the first attempt wins at 300 ms.
+// Can fail: in-flight copies miscounted, so that the failure ended the attempt at 150 ms.
+#[tokio::test(start_paused = true)]
+async fn a_copy_failing_beside_two_others_in_flight_does_not_end_the_attempt() {
+    // First: 300 ms, success. Copy 1 (at 50 ms): fails at 150 ms. Copy 2 (at 100 ms):
+    // would succeed at 500 ms.
+    let script = Script::new(&[(300, OK), (100, FAIL), (400, OK)]);
+    let start = Instant::now();
+    assert_eq!(hedged_twice(&script).await.unwrap(), 1);
+    assert_eq!(start.elapsed(), ms(300));
+    assert_eq!(script.counts(), (3, 2));
 }
