@@ -948,3 +948,25 @@ async fn an_attempt_timeout_beyond_the_deadline_is_cut_at_the_deadline() {
     assert_eq!(probe.calls(), 1);
     assert_eq!(probe.elapsed(), ms(3000));
 }
+
+static CUT_EACH_TIME: Policy = Policy::new()
+    .with_attempts(3)
+    .with_attempt_timeout(Some(Duration::from_millis(100)))
+    .with_base(Duration::from_millis(10))
+    .with_jitter(Jitter::None)
+    .with_budget(&UNLIMITED);
+
+// `retry_fn` calls its closure once per attempt, also when each attempt is cut by its
+// time limit (then the next attempt is made as the wait begins, not again after it).
+// Can fail: the timer forgetting that the next attempt was made, and making another.
+#[tokio::test(start_paused = true)]
+async fn the_closure_is_called_once_per_attempt_when_attempts_are_cut() {
+    let mut calls = 0;
+    let result: io::Result<()> = persevere::retry_fn(&CUT_EACH_TIME, || {
+        calls += 1;
+        std::future::pending()
+    })
+    .await;
+    assert_eq!(result.unwrap_err().kind(), io::ErrorKind::TimedOut);
+    assert_eq!(calls, 3);
+}
