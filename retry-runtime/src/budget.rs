@@ -222,21 +222,18 @@ impl RetryBudget {
     /// Asks for a retry at `now`: `true` if granted (and counted), `false` if the budget
     /// is spent (and the refusal counted).
     pub fn withdraw(&self, _now: Instant) -> bool {
-        let granted = self.floor.is_none() || self.spend_one();
-        let count = if granted {
-            &self.retries
-        } else {
-            &self.refusals
-        };
-        count.fetch_add(1, Ordering::Relaxed);
-        granted
+        self.counted(self.floor.is_none() || self.spend_one())
     }
 
     /// Asks for a hedge (a copy of a slow attempt) at `now`: as [`RetryBudget::withdraw`],
     /// but granted only while a whole token would be left for a retry, since a hedge
     /// only speeds a call up and a retry may be what saves one.
     pub(crate) fn withdraw_hedge(&self, _now: Instant) -> bool {
-        let granted = self.floor.is_none() || self.spend_leaving_one();
+        self.counted(self.floor.is_none() || self.spend_leaving_one())
+    }
+
+    /// Counts a retry `granted`, or refused: `granted`.
+    fn counted(&self, granted: bool) -> bool {
         let count = if granted {
             &self.retries
         } else {
