@@ -11,7 +11,7 @@
 //!
 //! - **when** a copy is sent: after a fixed delay (`hedge = "50ms"`), or after a
 //!   percentile of the function's recent attempt latencies (`hedge = "p95"`, read from a
-//!   [`LatencySketch`]; no hedge until it holds [`MIN_SAMPLES`]), and again after the same
+//!   [`LatencySketch`]; no hedge until it holds [`MIN_SAMPLES`](crate::latency::MIN_SAMPLES)), and again after the same
 //!   delay while fewer than `hedges` copies have been sent;
 //! - **what it costs**: each copy is a request, paid for from the function's retry budget
 //!   like a retry, but never with its last token (left for a retry); refused, no copy is
@@ -37,7 +37,7 @@ use crate::breaker::{BreakerState, Permit};
 use crate::classify::Class;
 use crate::clock::{Clock, CompactInstant, TokioClock};
 use crate::handling::{Handle, Handling, OnOpen, OnTimeout, OnWait, Outcome, ShowError};
-use crate::latency::{LatencySketch, MIN_SAMPLES};
+use crate::latency::LatencySketch;
 use crate::layer::swap_inner_failure;
 use crate::limit::Timer;
 use crate::policy::Policy;
@@ -81,7 +81,7 @@ impl Hedge {
 
     /// Hedges an attempt that has run longer than the `quantile` of the function's
     /// recent attempt latencies (0.95 for p95), once; no hedge until
-    /// [`MIN_SAMPLES`] latencies are known.
+    /// [`MIN_SAMPLES`](crate::latency::MIN_SAMPLES) latencies are known.
     pub const fn percentile(quantile: f64) -> Self {
         Self {
             delay: Delay::Percentile(LatencySketch::new(quantile)),
@@ -111,9 +111,6 @@ impl Hedge {
     pub fn hedges(&self) -> u32 {
         self.hedges
     }
-
-    /// Latencies needed before a percentile hedge is sent.
-    pub const MIN_SAMPLES: u32 = MIN_SAMPLES;
 
     /// Learns that an attempt took `latency`: one that succeeded, or a first attempt
     /// that had run this long when a copy won (a lower bound of its latency, and above
@@ -261,15 +258,7 @@ where
                                     true
                                 }
                                 Some(error) => {
-                                    let class = (this.classify)(error);
-                                    // A failure no retry can fix (a permanent one) is the
-                                    // dependency's answer, which another copy would only repeat:
-                                    // it ends the attempt. So does the last copy's failure.
-                                    let ends = in_flight == 0 || !class.is_retryable();
-                                    if !ends {
-                                        tell_failure(policy, class);
-                                    }
-                                    ends
+                                    failure_ends(policy, (this.classify)(error), in_flight)
                                 }
                             };
                             if ends {
@@ -298,12 +287,7 @@ where
                                         true
                                     }
                                     Some(error) => {
-                                        let class = (this.classify)(error);
-                                        let ends = in_flight == 1 || !class.is_retryable();
-                                        if !ends {
-                                            tell_failure(policy, class);
-                                        }
-                                        ends
+                                        failure_ends(policy, (this.classify)(error), in_flight - 1)
                                     }
                                 };
                                 if ends {
@@ -393,17 +377,24 @@ fn end<G, R>(outcome: R, marked: bool, copies: &mut [Option<Sent<G>>]) -> R {
     outcome
 }
 
-/// Tells the breaker of a copy that failed while another is in flight. A copy is sent
-/// only while the breaker is closed, whose permits are all alike: the group has one for
-/// each copy it sent, and tells at most that many failures (the last outcome is the
-/// driver's to tell).
-fn tell_failure(policy: &Policy, class: Class) {
+/// Whether a failure of class `class` ends the attempt, with `others` of its futures
+/// still in flight. The last one's does; so does a failure no retry can fix (a permanent
+/// one), the dependency's answer, which another copy would only repeat. A failure that
+/// does not end the attempt is told to the breaker now: a copy is sent only while the
+/// breaker is closed, whose permits are all alike, so the attempt has one for each copy
+/// it sent and tells at most that many failures (the last outcome is the driver's to
+/// tell).
+fn failure_ends(policy: &Policy, class: Class, others: usize) -> bool {
+    if others == 0 || !class.is_retryable() {
+        return true;
+    }
     if let Some(breaker) = policy.breaker() {
         let now = TokioClock::now();
-        if let Some(moved) = breaker.record(Permit::Closed, !class.is_retryable(), now) {
+        if let Some(moved) = breaker.record(Permit::Closed, false, now) {
             telemetry::breaker_moved(policy, moved);
         }
     }
+    false
 }
 
 /// Whether a copy may be sent now: the breaker, if any, is closed (a copy is never a
