@@ -1,5 +1,7 @@
 //! Hedged attempts (`#[retry(hedge = ...)]`): when an attempt is slow, a copy of it is
-//! sent beside it, and the first to succeed wins.
+//! sent beside it, and the first to succeed wins. This module is the hedged attempt
+//! itself (when a copy goes, what it costs, how each outcome counts); the future that
+//! runs such attempts through the driver is `hedging.rs`.
 //!
 //! To the driver (`drive`, the one loop of every async call), a hedged attempt is one
 //! attempt: a group of [`Copies`] of the request that ends with the first copy to
@@ -36,12 +38,10 @@ use crate::batch;
 use crate::breaker::{BreakerState, Permit};
 use crate::classify::Class;
 use crate::clock::{Clock, CompactInstant, TokioClock};
-use crate::handling::{Handle, Handling, OnOpen, OnTimeout, OnWait, Outcome, ShowError};
+use crate::handling::Outcome;
 use crate::latency::LatencySketch;
 use crate::layer::swap_inner_failure;
-use crate::limit::Timer;
 use crate::policy::Policy;
-use crate::run::{Attempts, Parts, Run, drive};
 use crate::telemetry;
 
 /// The most hedges (copies beyond the first) a call may have sent at once.
@@ -163,7 +163,7 @@ where
     G: Future<Output: Outcome<Err = E>>,
 {
     /// The attempt `first`, not yet hedged.
-    fn new(
+    pub(crate) fn new(
         first: G,
         make: M,
         hedge: &'static Hedge,
@@ -186,7 +186,7 @@ where
     }
 
     /// Drops every copy in flight, and makes the next attempt, not yet hedged.
-    fn restart(self: Pin<&mut Self>) {
+    pub(crate) fn restart(self: Pin<&mut Self>) {
         let mut this = self.project();
         for copy in this.copies.iter_mut() {
             *copy = None;
@@ -419,85 +419,4 @@ fn admit_copy(policy: &Policy) -> bool {
         }
     }
     paid
-}
-
-pin_project_lite::pin_project! {
-    /// An async retried call whose slow attempts are hedged: as [`crate::run::Retrying`],
-    /// with each attempt a group of [`Copies`].
-    pub struct Hedging<'p, M, G: Future, H, E> {
-        #[pin]
-        copies: Copies<'p, M, G, E>,
-        #[pin]
-        timer: Timer<G::Output>,
-        run: Run<'p, TokioClock>,
-        handling: H,
-    }
-}
-
-impl<'p, M, G, H, E> Attempts<'p, G::Output> for Hedging<'p, M, G, H, E>
-where
-    M: FnMut() -> G,
-    G: Future<Output: Outcome<Err = E>>,
-    H: Handle<G::Output>,
-{
-    fn parts(self: Pin<&mut Self>) -> Parts<'_, 'p, G::Output> {
-        let this = self.project();
-        Parts {
-            attempt: Some(this.copies),
-            timer: this.timer,
-            run: this.run,
-            handling: this.handling,
-            caller_makes_next: false,
-        }
-    }
-
-    fn then(self: Pin<&mut Self>) {
-        // Every copy still in flight (cut at the deadline) is dropped, and the next
-        // attempt made, to start when the wait is over.
-        self.project().copies.restart();
-    }
-}
-
-impl<M, G, H, E> Future for Hedging<'_, M, G, H, E>
-where
-    M: FnMut() -> G,
-    G: Future<Output: Outcome<Err = E>>,
-    H: Handle<G::Output>,
-{
-    type Output = G::Output;
-
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<G::Output> {
-        match drive(self, cx) {
-            Poll::Ready(Some(outcome)) => Poll::Ready(outcome),
-            Poll::Ready(None) => unreachable!("`Hedging` makes its own attempts"),
-            Poll::Pending => Poll::Pending,
-        }
-    }
-}
-
-/// Runs an async function under `policy`, hedging its slow attempts as `hedge` says:
-/// `make` makes each attempt's future (and each copy's), and `handling` says how the
-/// function treats its failures.
-pub fn hedging<R, M, G, S, O, T, W>(
-    policy: &Policy,
-    hedge: &'static Hedge,
-    mut make: M,
-    handling: Handling<R::Err, S, O, T, W>,
-) -> impl Future<Output = R>
-where
-    R: Outcome,
-    M: FnMut() -> G,
-    G: Future<Output = R>,
-    S: ShowError<R::Err>,
-    O: OnOpen<R>,
-    T: OnTimeout<R>,
-    W: OnWait<R::Err>,
-{
-    let first = make();
-    Hedging {
-        copies: Copies::new(first, make, hedge, policy, handling.classifier()),
-        timer: Timer::new(),
-        run: Run::lazy(policy),
-        handling,
-    }
 }

@@ -21,6 +21,7 @@ pub mod deadline;
 mod give_up;
 mod handling;
 mod hedge;
+mod hedging;
 mod hook;
 #[cfg(feature = "http")]
 pub mod http;

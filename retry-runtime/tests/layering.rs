@@ -31,9 +31,10 @@ const LAYERS: &[&str] = &[
     // One call's state, the function's own handling, and the driver.
     "call",
     "handling",
+    "hedge",
     "run",
     "step",
-    "hedge",
+    "hedging",
     "retry_fn",
     // What users and generated code reach.
     "deadline",

@@ -1,0 +1,96 @@
+//! The future of a hedged function (`#[retry(hedge = ...)]`): the one driver (`drive`)
+//! running attempts that are each a group of [`Copies`] (`hedge.rs`), beside the call's
+//! timer. What is particular to hedging (when a copy is sent, what it costs, how its
+//! outcome counts) is in `hedge.rs`; this is how the driver reaches it.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use crate::clock::TokioClock;
+use crate::handling::{Handle, Handling, OnOpen, OnTimeout, OnWait, Outcome, ShowError};
+use crate::hedge::{Copies, Hedge};
+use crate::limit::Timer;
+use crate::policy::Policy;
+use crate::run::{Attempts, Parts, Run, drive};
+
+pin_project_lite::pin_project! {
+    /// An async retried call whose slow attempts are hedged: as [`crate::run::Retrying`],
+    /// with each attempt a group of [`Copies`].
+    pub struct Hedging<'p, M, G: Future, H, E> {
+        #[pin]
+        copies: Copies<'p, M, G, E>,
+        #[pin]
+        timer: Timer<G::Output>,
+        run: Run<'p, TokioClock>,
+        handling: H,
+    }
+}
+
+impl<'p, M, G, H, E> Attempts<'p, G::Output> for Hedging<'p, M, G, H, E>
+where
+    M: FnMut() -> G,
+    G: Future<Output: Outcome<Err = E>>,
+    H: Handle<G::Output>,
+{
+    fn parts(self: Pin<&mut Self>) -> Parts<'_, 'p, G::Output> {
+        let this = self.project();
+        Parts {
+            attempt: Some(this.copies),
+            timer: this.timer,
+            run: this.run,
+            handling: this.handling,
+            caller_makes_next: false,
+        }
+    }
+
+    fn then(self: Pin<&mut Self>) {
+        // Every copy still in flight (cut at the deadline) is dropped, and the next
+        // attempt made, to start when the wait is over.
+        self.project().copies.restart();
+    }
+}
+
+impl<M, G, H, E> Future for Hedging<'_, M, G, H, E>
+where
+    M: FnMut() -> G,
+    G: Future<Output: Outcome<Err = E>>,
+    H: Handle<G::Output>,
+{
+    type Output = G::Output;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<G::Output> {
+        match drive(self, cx) {
+            Poll::Ready(Some(outcome)) => Poll::Ready(outcome),
+            Poll::Ready(None) => unreachable!("`Hedging` makes its own attempts"),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+}
+
+/// Runs an async function under `policy`, hedging its slow attempts as `hedge` says:
+/// `make` makes each attempt's future (and each copy's), and `handling` says how the
+/// function treats its failures.
+pub fn hedging<R, M, G, S, O, T, W>(
+    policy: &Policy,
+    hedge: &'static Hedge,
+    mut make: M,
+    handling: Handling<R::Err, S, O, T, W>,
+) -> impl Future<Output = R>
+where
+    R: Outcome,
+    M: FnMut() -> G,
+    G: Future<Output = R>,
+    S: ShowError<R::Err>,
+    O: OnOpen<R>,
+    T: OnTimeout<R>,
+    W: OnWait<R::Err>,
+{
+    let first = make();
+    Hedging {
+        copies: Copies::new(first, make, hedge, policy, handling.classifier()),
+        timer: Timer::new(),
+        run: Run::lazy(policy),
+        handling,
+    }
+}
