@@ -151,6 +151,68 @@ async fn a_nested_attempt_is_cut_at_the_outer_deadline() {
     assert_eq!(inner_attempts.counts(), (1, 0));
 }
 
+// The time an attempt has is what it is told: under `attempt_timeout`, a body reads its
+// attempt's own limit, not the call's deadline, and a call nested in it gives up there.
+// Can fail: before, the body read 30 s and 29 s, and the nested call would have retried
+// past the attempt's cut.
+#[retry(deadline = "30s", attempt_timeout = "2s", base = "1s", jitter = "none", budget = UNLIMITED)]
+#[idempotent]
+async fn reads_its_attempt_limit(seen: &std::sync::Mutex<Vec<Duration>>) -> io::Result<u32> {
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let left = persevere::deadline::remaining().expect("an attempt has a deadline");
+    let mut seen = seen.lock().unwrap();
+    seen.push(left);
+    if seen.len() < 2 {
+        return Err(io::ErrorKind::ConnectionReset.into());
+    }
+    Ok(1)
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_attempt_sees_its_own_time_limit() {
+    let seen = std::sync::Mutex::new(Vec::new());
+    assert_eq!(reads_its_attempt_limit(&seen).await.unwrap(), 1);
+    // Each attempt has 2 s from its start, 500 ms of which it slept.
+    let left = Duration::from_millis(1500);
+    assert_eq!(*seen.lock().unwrap(), [left, left]);
+}
+
+// A nested call under an outer attempt's 2 s limit: it waits 1 s after each failure, so
+// with the call's 30 s it would try again and again; with the attempt's 2 s it gives up
+// once its next wait would pass the limit, and the outer attempt is never cut.
+static INNER_TRIES: AtomicU32 = AtomicU32::new(0);
+
+#[retry(deadline = "60s", base = "1s", jitter = "none", budget = UNLIMITED)]
+#[idempotent]
+async fn inner_keeps_failing() -> io::Result<u32> {
+    INNER_TRIES.fetch_add(1, Ordering::SeqCst);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    Err(io::ErrorKind::ConnectionReset.into())
+}
+
+#[retry(deadline = "30s", attempt_timeout = "2s", budget = UNLIMITED)]
+#[idempotent]
+async fn outer_with_attempt_timeout(outer: &Attempts) -> io::Result<u32> {
+    outer.start();
+    let result = inner_keeps_failing().await;
+    outer.finish();
+    result
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_nested_call_gives_up_at_its_attempts_limit() {
+    let outer = Attempts::default();
+    let start = Instant::now();
+    let error = outer_with_attempt_timeout(&outer).await.unwrap_err();
+    // Inner attempts at 0 s and 1.3 s (300 ms each, 1 s apart); a third would start at
+    // 2.6 s, past the attempt's 2 s: the inner call returns its failure at 1.6 s, the
+    // outer attempt ends with it and, a nested failure, is not retried.
+    assert_eq!(error.kind(), io::ErrorKind::ConnectionReset);
+    assert_eq!(start.elapsed(), Duration::from_millis(1600));
+    assert_eq!(INNER_TRIES.load(Ordering::SeqCst), 2);
+    assert_eq!(outer.counts(), (1, 1));
+}
+
 // An attempt that finishes before the deadline is not disturbed by the timer: 900 ms of
 // a 1 s deadline, and the call succeeds.
 #[retry(deadline = "1s", budget = UNLIMITED)]

@@ -98,10 +98,16 @@ impl<'p, C: Clock> Call<'p, C> {
         self.state.attempts()
     }
 
-    /// The frame for the layer of the next attempt.
+    /// The frame for the layer of the next attempt, made now: the call's deadline, cut
+    /// to the attempt's own `attempt_timeout` if that falls sooner.
     #[inline]
     pub(crate) fn frame(&self) -> Frame {
-        self.state.frame()
+        match self.policy().attempt_timeout() {
+            None => self.state.frame(),
+            Some(timeout) => self
+                .state
+                .attempt_frame(CompactInstant::new(C::now()), timeout),
+        }
     }
 
     /// Asks the policy's circuit breaker, if any, to let the next attempt through.
@@ -135,18 +141,6 @@ impl<'p, C: Clock> Call<'p, C> {
                 Err(open)
             }
         }
-    }
-
-    /// How long the attempt in flight may still run: until the deadline, or its own
-    /// attempt timeout if that is sooner (counted from now, which is about when it
-    /// started: the limit is set when it first waits); `None` for no limit at all.
-    pub(crate) fn attempt_limit(&self) -> Option<Duration> {
-        let remaining = self.state.remaining(C::now());
-        let limit = match self.policy().attempt_timeout() {
-            Some(timeout) => timeout.min(remaining),
-            None => remaining,
-        };
-        (limit != Duration::MAX).then_some(limit)
     }
 
     /// Installs the call's layer, `frame`, and its span, if it has one, for one poll of

@@ -41,7 +41,7 @@ impl Clock for SystemClock {
 /// offset by 2^63 in a `NonZeroU64`, which leaves a niche for `Option`. The state of every
 /// retried call and the layer of every attempt carry instants, so their size is part of
 /// the size of every retried future.
-#[derive(Clone, Copy, PartialEq, Eq)]
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) struct CompactInstant(pub(crate) NonZeroU64);
 
 impl std::fmt::Debug for CompactInstant {

@@ -11,7 +11,7 @@ use std::future::Future;
 use std::num::NonZeroU64;
 use std::pin::Pin;
 use std::task::{Context, Poll};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crate::clock::{Clock, CompactDeadline, CompactInstant, TokioClock};
 
@@ -148,6 +148,14 @@ impl Frame {
             };
             self.0 = Self::encode(instant) | flags | Self::STARTED;
         }
+    }
+
+    /// How long from `now` until the deadline of a frame whose clock has started; `None`
+    /// for a frame without one.
+    #[inline]
+    pub(crate) fn remaining(&self, now: Instant) -> Option<Duration> {
+        let until = CompactInstant::new(now).nanos_until(self.decode());
+        self.has_deadline().then(|| Duration::from_nanos(until))
     }
 
     /// The deadline, starting the clock (with `now`) if it has one and has not started.

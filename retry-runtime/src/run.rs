@@ -257,8 +257,10 @@ pub(crate) fn drive<'p, R: Outcome>(
                         // The attempt is cut at the deadline (or its own time limit):
                         // the timer is set when it first waits, its clock then started.
                         if timer.needs_arming() && handling.limited() {
+                            // With a call's state, the frame's deadline is the
+                            // attempt's limit (see `Call::frame`).
                             let limit = match run.call.as_ref() {
-                                Some(call) => call.attempt_limit(),
+                                Some(_) => run.frame.remaining(TokioClock::now()),
                                 None => run.policy.deadline_within(),
                             };
                             timer.as_mut().arm(limit);

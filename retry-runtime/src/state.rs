@@ -144,6 +144,23 @@ impl<'p> RetryState<'p> {
         }
     }
 
+    /// The frame for the layer of an attempt made at `now` whose own time limit is
+    /// `timeout`: the call's deadline, or `now + timeout` if that is sooner, so that what
+    /// runs inside the attempt (a nested call, `deadline::remaining`, a `grpc-timeout`
+    /// sent on) is given the time the attempt has, not the call's. A call whose clock
+    /// has not started has its lazy frame.
+    pub(crate) fn attempt_frame(&self, now: CompactInstant, timeout: Duration) -> Frame {
+        let Some(started) = self.started else {
+            return self.frame();
+        };
+        let own = now.plus_nanos(u64::try_from(timeout.as_nanos()).unwrap_or(u64::MAX));
+        let deadline = match self.deadline {
+            u64::MAX => own,
+            deadline => started.plus_nanos(deadline).min(own),
+        };
+        Frame::known(CompactDeadline::from_compact(Some(deadline)))
+    }
+
     /// The policy this call follows.
     #[inline]
     pub fn policy(&self) -> &'p Policy {
