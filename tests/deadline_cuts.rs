@@ -115,6 +115,23 @@ enum ApiError {
     TimedOut(AttemptTimedOut),
 }
 
+// The field may be any type made from an `AttemptTimedOut`, such as `io::Error`.
+#[derive(Debug, Classify)]
+enum IoBacked {
+    #[permanent]
+    Rejected,
+    #[timed_out]
+    Io(io::Error),
+}
+
+#[test]
+fn a_timed_out_field_may_be_any_type_made_from_attempt_timed_out() {
+    let error = IoBacked::from(AttemptTimedOut::after(secs(2)));
+    assert!(matches!(&error, IoBacked::Io(e) if e.kind() == io::ErrorKind::TimedOut));
+    assert_eq!(error.classify(), Class::Transient);
+    assert_eq!(IoBacked::Rejected.classify(), Class::Permanent);
+}
+
 #[test]
 fn timed_out_under_derive_makes_the_conversion_and_is_transient() {
     let error = ApiError::from(AttemptTimedOut::after(secs(2)));

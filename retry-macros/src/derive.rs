@@ -264,7 +264,10 @@ fn arm(
             let member = member(0, field);
             // At the field's type, where one that is not `AttemptTimedOut` is reported.
             let error = Ident::new("error", Span::mixed_site());
-            let value = locate(quote!(#path { #member: #error }), field.ty.span());
+            let value = locate(
+                quote!(#path { #member: #krate::__private::timed_out_field(#error) }),
+                field.ty.span(),
+            );
             return Some(Arm {
                 pattern: quote!(#path { .. }),
                 class: quote_spanned!(span=> #krate::Class::Transient),

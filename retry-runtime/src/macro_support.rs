@@ -212,6 +212,29 @@ impl<E: From<AttemptTimedOut>> FromTimeout for E {
     }
 }
 
+/// The type of a `#[timed_out]` field of a `#[derive(Classify)]` error.
+#[diagnostic::on_unimplemented(
+    message = "a `#[timed_out]` field must hold a `persevere::AttemptTimedOut`, not `{Self}`",
+    label = "the attempt cut short at its time limit goes here",
+    note = "write the variant `TimedOut(persevere::AttemptTimedOut)`, or give the field a type with `From<persevere::AttemptTimedOut>`"
+)]
+pub trait TimedOutField {
+    /// The field for an attempt cut short.
+    fn timed_out_field(timeout: AttemptTimedOut) -> Self;
+}
+
+impl<F: From<AttemptTimedOut>> TimedOutField for F {
+    fn timed_out_field(timeout: AttemptTimedOut) -> Self {
+        F::from(timeout)
+    }
+}
+
+/// The value of a `#[timed_out]` field for an attempt cut short.
+#[inline]
+pub fn timed_out_field<F: TimedOutField>(timeout: AttemptTimedOut) -> F {
+    F::timed_out_field(timeout)
+}
+
 /// The type of a `#[retry_after]` field of a `#[derive(Classify)]` error.
 #[diagnostic::on_unimplemented(
     message = "a `#[retry_after]` field must be a `Duration` or an `Option<Duration>`, not `{Self}`",
