@@ -98,7 +98,10 @@ pub struct BreakerSnapshot {
     pub half_opened: u64,
     /// How many times a probe has closed it.
     pub closed: u64,
-    /// Calls refused while it was open or its probes were taken.
+    /// Attempts refused while it was open or its probes were taken: first attempts (the
+    /// call returned `CircuitOpen`) and retries (the call returned its last failure).
+    /// A function's statistics tell the two apart (`failed.circuit_open`,
+    /// `failed.breaker_opened`).
     pub rejected: u64,
 }
 
