@@ -299,3 +299,68 @@ async fn a_call_dropped_while_it_waits_gives_its_retry_back() {
     assert_eq!(budget.retries, 0, "{budget:?}");
     assert!(budget.tokens >= 99.9, "{budget:?}");
 }
+
+// A call its caller drops while it retries is counted as abandoned: a request, with the
+// attempts it made, neither a success nor a failure. Can fail: before, such calls were in
+// no count but `retries`, so a caller's timeout made the retry ratio grow without bound.
+#[retry(base = "1s", jitter = "none", budget = UNLIMITED)]
+#[idempotent]
+async fn abandoned_in_a_wait() -> io::Result<u32> {
+    Err(io::ErrorKind::ConnectionReset.into())
+}
+
+static HANG_AFTER_ONE: AtomicU32 = AtomicU32::new(0);
+
+#[retry(base = "1s", jitter = "none", budget = UNLIMITED)]
+#[idempotent]
+async fn abandoned_in_an_attempt() -> io::Result<u32> {
+    if HANG_AFTER_ONE.fetch_add(1, Ordering::SeqCst) % 2 == 1 {
+        std::future::pending::<()>().await;
+    }
+    Err(io::ErrorKind::ConnectionReset.into())
+}
+
+#[retry(base = "1s", jitter = "none", budget = UNLIMITED)]
+#[idempotent]
+async fn abandoned_at_once() -> io::Result<u32> {
+    std::future::pending::<()>().await;
+    Ok(1)
+}
+
+/// The caller's own timeout, 1.5 s.
+async fn caller<F: Future>(call: F) -> Result<F::Output, tokio::time::error::Elapsed> {
+    tokio::time::timeout(Duration::from_millis(1500), call).await
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_call_dropped_while_it_retries_is_counted_as_abandoned() {
+    // Attempts at 0 s and 1 s, then a 2 s wait, into which the caller gives up.
+    assert!(caller(abandoned_in_a_wait()).await.is_err());
+    let s = persevere::stats::get("abandoned_in_a_wait").expect("called");
+    assert_eq!((s.requests, s.attempts, s.retries), (1, 2, 1), "{s:?}");
+    assert_eq!(
+        (s.abandoned, s.succeeded, s.failed.total()),
+        (1, 0, 0),
+        "{s:?}"
+    );
+    assert!((s.retry_ratio() - 1.0).abs() < 1e-9);
+    let table = persevere::stats::all().to_string();
+    assert!(
+        table.lines().next().unwrap().ends_with("abandoned"),
+        "{table}"
+    );
+
+    // Its second attempt, at 1 s, hangs until the caller gives up.
+    assert!(caller(abandoned_in_an_attempt()).await.is_err());
+    let s = persevere::stats::get("abandoned_in_an_attempt").expect("called");
+    assert_eq!(
+        (s.requests, s.attempts, s.retries, s.abandoned),
+        (1, 2, 1, 1),
+        "{s:?}"
+    );
+
+    // Dropped during its first attempt, which never failed: nothing retried, and the
+    // call is not seen (counting it would cost every call that succeeds at once).
+    assert!(caller(abandoned_at_once()).await.is_err());
+    assert_eq!(persevere::stats::get("abandoned_at_once"), None);
+}

@@ -52,6 +52,9 @@ pub(crate) struct Call<'p, C: Clock> {
     /// Set while a retry the budget granted waits to be made: a call dropped then (its
     /// caller gave up on it) gives the token back.
     retry_granted: bool,
+    /// Set once the call has returned (or is returning) its outcome: one dropped before
+    /// then, after it retried, was abandoned by its caller.
+    ended: bool,
     clock: PhantomData<C>,
 }
 
@@ -84,6 +87,7 @@ impl<'p, C: Clock> Call<'p, C> {
             state,
             span: ManuallyDrop::default(),
             retry_granted: false,
+            ended: false,
             clock: PhantomData,
         }
     }
@@ -178,6 +182,7 @@ impl<'p, C: Clock> Call<'p, C> {
 
     #[cfg_attr(not(debug_assertions), inline(always))]
     fn succeeded(&mut self) {
+        self.ended = true;
         self.settle(true);
         let policy = self.policy();
         let attempts = self.attempts();
@@ -277,6 +282,7 @@ impl<'p, C: Clock> Call<'p, C> {
     }
 
     fn finish_failed(&mut self, reason: GiveUp, attempts: u32, error: Option<&dyn fmt::Display>) {
+        self.ended = true;
         self.state.record_give_up(reason);
         let policy = self.policy();
         if let Some(stats) = policy.stats() {
@@ -383,11 +389,16 @@ fn exit(span: tracing::span::Entered<'_>) {
 
 impl<C: Clock> Drop for Call<'_, C> {
     /// Gives the breaker permit back if the call was dropped mid-attempt (cancelled), the
-    /// budget's token if it was dropped while waiting to retry, and closes the span: one test inline, the rest out of line, so that a retried future
-    /// stays cheap to drop.
+    /// budget's token if it was dropped while waiting to retry, counts a call dropped
+    /// after it retried as abandoned, and closes the span: the tests inline, the rest out
+    /// of line, so that a retried future stays cheap to drop.
     #[inline]
     fn drop(&mut self) {
-        if self.state.permit.is_some() || self.retry_granted || telemetry::is_open(&self.span) {
+        if self.state.permit.is_some()
+            || self.retry_granted
+            || telemetry::is_open(&self.span)
+            || (!self.ended && self.attempts() > 1)
+        {
             self.end();
         }
     }
@@ -397,6 +408,14 @@ impl<C: Clock> Call<'_, C> {
     #[cold]
     #[inline(never)]
     fn end(&mut self) {
+        if !self.ended && self.attempts() > 1 {
+            // Dropped during a wait, the attempt it was for was counted, not made.
+            let made = self.attempts() - u32::from(self.retry_granted);
+            if let Some(stats) = self.policy().stats() {
+                stats.record_abandoned(made);
+            }
+            telemetry::abandoned(self.policy(), &self.span, made, !self.retry_granted);
+        }
         if self.retry_granted {
             self.policy().budget().retry_not_made(C::now());
         }

@@ -67,6 +67,9 @@ pub struct RetryStats {
     hedges_won: AtomicU64,
     /// Copies not sent because the budget refused them.
     hedges_refused: AtomicU64,
+    /// Calls dropped by their caller while they retried, and the attempts they made.
+    abandoned: AtomicU64,
+    abandoned_attempts: AtomicU64,
     /// The function's retry budget, refilled by [`reset`].
     budget: Option<&'static RetryBudget>,
     #[cfg(feature = "metrics")]
@@ -100,6 +103,11 @@ pub struct StatsSnapshot {
     pub hedges_won: u64,
     /// Hedges not sent because the retry budget refused them.
     pub hedges_refused: u64,
+    /// Calls their caller dropped (cancelled) while they retried, after a failed
+    /// attempt and before they returned: a caller's own timeout shorter than the
+    /// deadline, say. Counted in `requests`, their attempts in `attempts`; they neither
+    /// succeeded nor failed. A call dropped during its first attempt is not seen.
+    pub abandoned: u64,
 }
 
 /// Failed calls by why they stopped retrying; see [`GiveUp`].
@@ -166,6 +174,8 @@ impl RetryStats {
             hedges: AtomicU64::new(0),
             hedges_won: AtomicU64::new(0),
             hedges_refused: AtomicU64::new(0),
+            abandoned: AtomicU64::new(0),
+            abandoned_attempts: AtomicU64::new(0),
             budget: None,
             #[cfg(feature = "metrics")]
             labels: MetricLabels::new(name),
@@ -196,6 +206,8 @@ impl RetryStats {
             &self.hedges,
             &self.hedges_won,
             &self.hedges_refused,
+            &self.abandoned,
+            &self.abandoned_attempts,
         ] {
             zero(counter);
         }
@@ -302,6 +314,13 @@ impl RetryStats {
         self.hedges_refused.fetch_add(1, Ordering::Relaxed);
     }
 
+    /// Records a call its caller dropped while it retried, after `attempts` attempts.
+    pub(crate) fn record_abandoned(&self, attempts: u32) {
+        self.abandoned.fetch_add(1, Ordering::Relaxed);
+        self.abandoned_attempts
+            .fetch_add(u64::from(attempts), Ordering::Relaxed);
+    }
+
     /// Records a wait between attempts.
     pub(crate) fn record_wait(&self, wait: Duration) {
         let nanos = u64::try_from(wait.as_nanos()).unwrap_or(u64::MAX);
@@ -332,11 +351,13 @@ impl RetryStats {
             circuit_open: count(GiveUp::CircuitOpen),
             breaker_opened: count(GiveUp::BreakerOpened),
         };
-        let requests = succeeded + failed.total();
+        let abandoned = load(&self.abandoned);
+        let requests = succeeded + failed.total() + abandoned;
         let hedges = load(&self.hedges);
         let attempts = attempts_to_success[0]
             + load(&self.retried_success_attempts)
             + load(&self.failed_attempts)
+            + load(&self.abandoned_attempts)
             + hedges;
         StatsSnapshot {
             function: self.name,
@@ -350,6 +371,7 @@ impl RetryStats {
             hedges,
             hedges_won: load(&self.hedges_won),
             hedges_refused: load(&self.hedges_refused),
+            abandoned,
         }
     }
 }
@@ -422,8 +444,10 @@ impl fmt::Display for Report {
             .max()
             .unwrap_or(0)
             .max("function".len());
-        // Columns for hedges only when a function hedges.
+        // Columns for hedges only when a function hedges; for abandoned calls, only
+        // when a caller dropped one.
         let hedged = self.0.iter().any(|s| s.hedges > 0);
+        let abandoned = self.0.iter().any(|s| s.abandoned > 0);
         write!(
             f,
             "{:<width$}  {:>8}  {:>8}  {:>7}  {:>5}  {:>8}  {:>6}  {:>8}  {:>8}  {:>8}  {:>7}  {:>7}  {:>9}",
@@ -443,6 +467,9 @@ impl fmt::Display for Report {
         )?;
         if hedged {
             write!(f, "  {:>7}  {:>7}", "hedges", "won")?;
+        }
+        if abandoned {
+            write!(f, "  {:>9}", "abandoned")?;
         }
         writeln!(f)?;
         for s in &self.0 {
@@ -467,6 +494,9 @@ impl fmt::Display for Report {
             if hedged {
                 write!(f, "  {:>7}  {:>7}", s.hedges, s.hedges_won)?;
             }
+            if abandoned {
+                write!(f, "  {:>9}", s.abandoned)?;
+            }
             writeln!(f)?;
         }
         Ok(())
@@ -481,6 +511,7 @@ pub(crate) struct MetricLabels {
     pub(crate) function: [metrics::Label; 1],
     pub(crate) ok: [metrics::Label; 2],
     pub(crate) error: [metrics::Label; 2],
+    pub(crate) abandoned: [metrics::Label; 2],
     pub(crate) reasons: [[metrics::Label; 2]; GiveUp::COUNT],
     pub(crate) to_open: [metrics::Label; 2],
     pub(crate) to_closed: [metrics::Label; 2],
@@ -513,6 +544,7 @@ impl MetricLabels {
             function: [Label::from_static_parts("function", name)],
             ok: pair(name, "outcome", "ok"),
             error: pair(name, "outcome", "error"),
+            abandoned: pair(name, "outcome", "abandoned"),
             reasons,
             to_open: pair(name, "to", "open"),
             to_closed: pair(name, "to", "closed"),
@@ -557,6 +589,23 @@ mod tests {
         assert_eq!(get("add_up"), None);
         let table = Report(vec![s]).to_string();
         assert!(table.contains("tests::counts_add_up"), "{table}");
+        assert!(!table.contains("abandoned"), "{table}");
         assert_eq!(table.lines().count(), 2);
+    }
+
+    #[test]
+    fn an_abandoned_call_is_a_request_neither_ok_nor_failed() {
+        static STATS: RetryStats = RetryStats::new("tests::abandoned");
+        STATS.register();
+        STATS.record_success(1);
+        STATS.record_retry();
+        STATS.record_abandoned(2);
+        let s = STATS.snapshot();
+        assert_eq!((s.requests, s.attempts, s.retries), (2, 3, 1));
+        assert_eq!((s.succeeded, s.failed.total(), s.abandoned), (1, 0, 1));
+        let table = Report(vec![s]).to_string();
+        let mut lines = table.lines();
+        assert!(lines.next().unwrap().ends_with("  abandoned"), "{table}");
+        assert!(lines.next().unwrap().ends_with("          1"), "{table}");
     }
 }

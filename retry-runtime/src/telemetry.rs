@@ -213,6 +213,29 @@ pub(crate) fn gave_up(
     let _ = (policy, attempts, elapsed, reason, error);
 }
 
+/// A call its caller dropped while it retried, after `attempts` attempts, one of them
+/// still running if `in_flight`.
+pub(crate) fn abandoned(policy: &Policy, span: &CallSpan, attempts: u32, in_flight: bool) {
+    in_span(span, || {
+        #[cfg(feature = "tracing")]
+        tracing::debug!(
+            target: "persevere",
+            function = policy.name(),
+            attempts,
+            "abandoned by its caller"
+        );
+    });
+    #[cfg(feature = "metrics")]
+    {
+        let labels = labels(policy);
+        if in_flight {
+            counter("persevere_attempts_total", &labels.function).increment(1);
+        }
+        counter("persevere_calls_total", &labels.abandoned).increment(1);
+    }
+    let _ = (policy, attempts, in_flight);
+}
+
 /// A hedge, number `hedge` of the attempt, was sent `after` the attempt started.
 pub(crate) fn hedge_sent(policy: &Policy, hedge: u32, after: Duration) {
     #[cfg(feature = "tracing")]
