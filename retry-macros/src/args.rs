@@ -564,6 +564,14 @@ fn hedge(input: ParseStream) -> syn::Result<Spanned<HedgeAt>> {
             "`hedge` after no delay would send every request twice; write the time after which an attempt is slow, e.g. \"50ms\", or a percentile such as \"p95\"",
         ));
     }
+    if delay < Duration::from_millis(1) {
+        return Err(syn::Error::new(
+            span,
+            format!(
+                "`hedge = \"{text}\"` is shorter than tokio's timer can wait (1 ms): the copy would go at 1 ms all the same; write at least \"1ms\", or a percentile such as \"p95\""
+            ),
+        ));
+    }
     at(HedgeAt::After(delay))
 }
 

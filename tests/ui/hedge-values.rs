@@ -6,6 +6,12 @@ async fn zero() -> std::io::Result<()> {
     Ok(())
 }
 
+#[retry(hedge = "500us")]
+#[idempotent]
+async fn below_the_timer() -> std::io::Result<()> {
+    Ok(())
+}
+
 #[retry(hedge = "p100")]
 #[idempotent]
 async fn slowest() -> std::io::Result<()> {
