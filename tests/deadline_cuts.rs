@@ -230,6 +230,62 @@ async fn a_nested_call_gives_up_at_its_attempts_limit() {
     assert_eq!(outer.counts(), (1, 1));
 }
 
+// A nested call that hangs is cut at the outer attempt's limit, which is its deadline
+// too: both end at the same instant. The outer attempt was still running at its limit,
+// so it counts as cut, and the outer call retries it, though the nested call gave up
+// first. Can fail: a hostile review found the outer call giving up at 2 s instead,
+// with 28 s of its deadline left, the nested give-up taken for a failure already
+// retried inside.
+static HANGS_ONCE: AtomicU32 = AtomicU32::new(0);
+
+#[retry(deadline = "60s", budget = UNLIMITED)]
+#[idempotent]
+async fn inner_hangs_once() -> io::Result<u32> {
+    if HANGS_ONCE.fetch_add(1, Ordering::SeqCst) == 0 {
+        std::future::pending::<()>().await;
+    }
+    Ok(7)
+}
+
+#[retry(deadline = "30s", attempt_timeout = "2s", base = "100ms", jitter = "none", budget = UNLIMITED)]
+#[idempotent]
+async fn outer_over_a_hang(outer: &Attempts) -> io::Result<u32> {
+    outer.start();
+    let value = inner_hangs_once().await?;
+    outer.finish();
+    Ok(value)
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_nested_call_cut_at_the_attempts_limit_is_retried_by_the_outer_call() {
+    let outer = Attempts::default();
+    let start = Instant::now();
+    assert_eq!(outer_over_a_hang(&outer).await.unwrap(), 7);
+    // Cut at 2 s, a 100 ms wait, then the second attempt succeeds at once.
+    assert_eq!(start.elapsed(), Duration::from_millis(2100));
+    assert_eq!(outer.counts(), (2, 1));
+    assert_eq!(HANGS_ONCE.load(Ordering::SeqCst), 2);
+}
+
+// A blocking call has no attempt timeout (its attempt cannot be cut), so a policy's
+// `attempt_timeout` does not shorten what its body sees. Can fail: it saw 2 s.
+static BLOCKING_WITH_TIMEOUT: persevere::Policy = persevere::Policy::new()
+    .with_deadline(secs(30))
+    .with_attempt_timeout(Some(secs(2)))
+    .with_budget(&UNLIMITED);
+
+#[test]
+fn a_blocking_attempt_sees_the_calls_deadline_not_an_attempt_timeout() {
+    let mut seen = None;
+    let result: io::Result<u32> = persevere::retry_blocking(&BLOCKING_WITH_TIMEOUT, || {
+        seen = persevere::deadline::remaining();
+        Ok(1)
+    });
+    assert_eq!(result.unwrap(), 1);
+    let seen = seen.expect("a deadline");
+    assert!(seen > secs(29), "{seen:?}");
+}
+
 // An attempt that finishes before the deadline is not disturbed by the timer: 900 ms of
 // a 1 s deadline, and the call succeeds.
 #[retry(deadline = "1s", budget = UNLIMITED)]
@@ -363,4 +419,25 @@ async fn a_call_dropped_while_it_retries_is_counted_as_abandoned() {
     // call is not seen (counting it would cost every call that succeeds at once).
     assert!(caller(abandoned_at_once()).await.is_err());
     assert_eq!(persevere::stats::get("abandoned_at_once"), None);
+}
+
+// A call a panic unwinds through was not given up on by its caller: not abandoned.
+// Can fail: a panic in a retry of a blocking call was counted as abandoned.
+static PANICS_IN_A_RETRY: AtomicU32 = AtomicU32::new(0);
+
+#[retry(base = "1ms", jitter = "none", budget = UNLIMITED)]
+#[idempotent]
+fn panics_in_a_retry() -> io::Result<u32> {
+    if PANICS_IN_A_RETRY.fetch_add(1, Ordering::SeqCst) == 1 {
+        panic!("a bug in the body");
+    }
+    Err(io::ErrorKind::ConnectionReset.into())
+}
+
+#[test]
+fn a_call_a_panic_unwinds_through_is_not_abandoned() {
+    assert!(std::panic::catch_unwind(panics_in_a_retry).is_err());
+    assert_eq!(PANICS_IN_A_RETRY.load(Ordering::SeqCst), 2);
+    let s = persevere::stats::get("panics_in_a_retry").expect("called");
+    assert_eq!(s.abandoned, 0, "{s:?}");
 }

@@ -103,14 +103,15 @@ impl<'p, C: Clock> Call<'p, C> {
     }
 
     /// The frame for the layer of the next attempt, made now: the call's deadline, cut
-    /// to the attempt's own `attempt_timeout` if that falls sooner.
+    /// to the attempt's own `attempt_timeout` if that falls sooner (async calls only:
+    /// a blocking attempt has no time limit of its own).
     #[inline]
     pub(crate) fn frame(&self) -> Frame {
         match self.policy().attempt_timeout() {
-            None => self.state.frame(),
-            Some(timeout) => self
+            Some(timeout) if C::CUTS_ATTEMPTS => self
                 .state
                 .attempt_frame(CompactInstant::new(C::now()), timeout),
+            _ => self.state.frame(),
         }
     }
 
@@ -390,7 +391,7 @@ fn exit(span: tracing::span::Entered<'_>) {
 impl<C: Clock> Drop for Call<'_, C> {
     /// Gives the breaker permit back if the call was dropped mid-attempt (cancelled), the
     /// budget's token if it was dropped while waiting to retry, counts a call dropped
-    /// after it retried as abandoned, and closes the span: the tests inline, the rest out
+    /// after it retried as abandoned (unless a panic dropped it), and closes the span: the tests inline, the rest out
     /// of line, so that a retried future stays cheap to drop.
     #[inline]
     fn drop(&mut self) {
@@ -408,7 +409,9 @@ impl<C: Clock> Call<'_, C> {
     #[cold]
     #[inline(never)]
     fn end(&mut self) {
-        if !self.ended && self.attempts() > 1 {
+        // Dropped while it unwinds from a panic (in its body, or its caller's), the
+        // call was not given up on.
+        if !self.ended && self.attempts() > 1 && !std::thread::panicking() {
             // Dropped during a wait, the attempt it was for was counted, not made.
             let made = self.attempts() - u32::from(self.retry_granted);
             if let Some(stats) = self.policy().stats() {

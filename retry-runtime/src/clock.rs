@@ -10,6 +10,10 @@ use std::time::{Duration, Instant};
 
 /// A source of the current time.
 pub trait Clock {
+    /// Whether calls on this clock can cut an attempt at its time limit (async ones
+    /// can; a blocking attempt runs to its end), and so give it an `attempt_timeout`.
+    const CUTS_ATTEMPTS: bool = false;
+
     /// The current instant.
     fn now() -> Instant;
 }
@@ -19,6 +23,8 @@ pub trait Clock {
 pub struct TokioClock;
 
 impl Clock for TokioClock {
+    const CUTS_ATTEMPTS: bool = true;
+
     #[inline]
     fn now() -> Instant {
         tokio::time::Instant::now().into_std()

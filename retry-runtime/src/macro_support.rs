@@ -214,7 +214,7 @@ impl<E: From<AttemptTimedOut>> FromTimeout for E {
 
 /// The type of a `#[timed_out]` field of a `#[derive(Classify)]` error.
 #[diagnostic::on_unimplemented(
-    message = "a `#[timed_out]` field must hold a `persevere::AttemptTimedOut`, not `{Self}`",
+    message = "a `#[timed_out]` field must be made from a `persevere::AttemptTimedOut`, and `{Self}` is not",
     label = "the attempt cut short at its time limit goes here",
     note = "write the variant `TimedOut(persevere::AttemptTimedOut)`, or give the field a type with `From<persevere::AttemptTimedOut>`"
 )]

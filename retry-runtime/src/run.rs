@@ -213,7 +213,7 @@ pub(crate) fn drive<'p, R: Outcome>(
         match attempt {
             // Only a call with state waits: the happy path does not read the timer.
             Some(attempt) if run.call.is_none() || !timer.is_waiting() => {
-                let (poll, frame) = match run.call.as_ref() {
+                let (poll, mut frame) = match run.call.as_ref() {
                     // Nothing has failed yet: no call state, and so no span to enter. A
                     // path of its own, so that a success here is told from the state
                     // tested once.
@@ -247,7 +247,18 @@ pub(crate) fn drive<'p, R: Outcome>(
                     }
                 };
                 let (outcome, timed_out) = match poll {
-                    Poll::Ready(outcome) => (outcome, false),
+                    // A failure at the attempt's time limit is the limit's: the attempt
+                    // was still running when it passed, and a nested call, whose
+                    // deadline is this limit, was cut at the same instant and failed
+                    // first. It counts as cut, so the nested call's give-up does not
+                    // stop this layer from retrying it.
+                    Poll::Ready(outcome) => match timer.limit_passed() {
+                        Some(limit) if outcome.failure().is_some() => {
+                            frame = frame.moved_on();
+                            (handling.timed_out(AttemptTimedOut::after(limit)), true)
+                        }
+                        _ => (outcome, false),
+                    },
                     Poll::Pending => {
                         // The attempt is waiting on something: the clock starts (that
                         // time counts), and the frame is kept for the next poll.
