@@ -252,13 +252,15 @@ pub(crate) fn drive<'p, R: Outcome>(
                     // deadline is this limit, was cut at the same instant and failed
                     // first. It counts as cut, so the nested call's give-up does not
                     // stop this layer from retrying it.
-                    Poll::Ready(outcome) => match timer.limit_passed() {
-                        Some(limit) if outcome.failure().is_some() => {
-                            frame = frame.moved_on();
-                            (handling.timed_out(AttemptTimedOut::after(limit)), true)
+                    Poll::Ready(outcome) => {
+                        match outcome.failure().and_then(|_| timer.limit_passed()) {
+                            Some(limit) => {
+                                frame = frame.moved_on();
+                                (handling.timed_out(AttemptTimedOut::after(limit)), true)
+                            }
+                            None => (outcome, false),
                         }
-                        _ => (outcome, false),
-                    },
+                    }
                     Poll::Pending => {
                         // The attempt is waiting on something: the clock starts (that
                         // time counts), and the frame is kept for the next poll.
