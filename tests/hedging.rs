@@ -626,3 +626,42 @@ async fn a_copy_failing_beside_two_others_in_flight_does_not_end_the_attempt() {
     assert_eq!(start.elapsed(), ms(300));
     assert_eq!(script.counts(), (3, 2));
 }
+
+// A hedged call its caller drops during its first attempt, after a copy was sent, is
+// abandoned: a request, with its first attempt and its copy (in `hedges`). Dropped
+// before any copy, it is not seen, as an unhedged call is not. Can fail: before, its
+// copies were counted against no request (a hostile review's finding).
+#[retry(hedge = "50ms", budget = UNLIMITED)]
+#[idempotent]
+async fn dropped_while_hedged(script: &Script) -> io::Result<u32> {
+    script.attempt().await
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_hedged_call_dropped_after_sending_a_copy_is_abandoned() {
+    let script = Script::new(&[(1000, OK)]);
+    let cut = tokio::time::timeout(ms(30), dropped_while_hedged(&script)).await;
+    assert!(cut.is_err());
+    assert_eq!(persevere::stats::get("dropped_while_hedged"), None);
+    let cut = tokio::time::timeout(ms(100), dropped_while_hedged(&script)).await;
+    assert!(cut.is_err());
+    assert_eq!(script.counts(), (3, 0));
+    let s = stats("dropped_while_hedged");
+    assert_eq!(
+        (s.requests, s.attempts, s.hedges, s.abandoned),
+        (1, 2, 1, 1),
+        "{s:?}"
+    );
+    assert_eq!(
+        (s.retries, s.succeeded, s.failed.total()),
+        (0, 0, 0),
+        "{s:?}"
+    );
+    // Its first attempt ended with a failure, and the call was dropped in its wait: the
+    // call's state counts it, once.
+    let script = Script::new(&[(60, FAIL), (1000, OK)]);
+    let cut = tokio::time::timeout(ms(100), dropped_while_hedged(&script)).await;
+    assert!(cut.is_err());
+    let s = stats("dropped_while_hedged");
+    assert_eq!(s.abandoned, 2, "{s:?}");
+}

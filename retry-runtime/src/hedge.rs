@@ -154,7 +154,33 @@ pin_project_lite::pin_project! {
         hedge: &'static Hedge,
         policy: &'p Policy,
         classify: fn(&E) -> Class,
+        // Whether this is the call's first attempt (no restart yet), and whether it has
+        // ended: a first attempt dropped before it ended, with copies sent, is a call
+        // its caller abandoned, which nothing else counts (the call's state counts the
+        // calls that retried).
+        first_attempt: bool,
+        ended: bool,
     }
+    impl<'p, M, G, E> PinnedDrop for Copies<'p, M, G, E> {
+        fn drop(this: Pin<&mut Self>) {
+            let this = this.project();
+            let copies_sent = this.sent.is_some_and(|sent| sent > 0);
+            if *this.first_attempt && !*this.ended && copies_sent && !std::thread::panicking() {
+                abandoned(this.policy);
+            }
+        }
+    }
+}
+
+/// Counts a call dropped by its caller during its first attempt, after copies of it
+/// were sent.
+#[cold]
+fn abandoned(policy: &Policy) {
+    if let Some(stats) = policy.stats() {
+        stats.register();
+        stats.record_abandoned(1);
+    }
+    telemetry::abandoned(policy, &telemetry::CallSpan::default(), 1, true);
 }
 
 impl<'p, M, G, E> Copies<'p, M, G, E>
@@ -182,6 +208,8 @@ where
             hedge,
             policy,
             classify,
+            first_attempt: true,
+            ended: false,
         }
     }
 
@@ -195,6 +223,8 @@ where
         *this.started = None;
         *this.first_marked = false;
         *this.sent = None;
+        *this.first_attempt = false;
+        *this.ended = false;
         this.first.set(Some((this.make)()));
     }
 }
@@ -206,7 +236,20 @@ where
 {
     type Output = G::Output;
 
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<G::Output> {
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<G::Output> {
+        let poll = self.as_mut().poll_copies(cx);
+        *self.project().ended = poll.is_ready();
+        poll
+    }
+}
+
+impl<M, G, E> Copies<'_, M, G, E>
+where
+    M: FnMut() -> G,
+    G: Future<Output: Outcome<Err = E>>,
+{
+    /// Polls the attempt and its copies, and sends the next copy when it is due.
+    fn poll_copies(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<G::Output> {
         let mut this = self.project();
         let hedge = *this.hedge;
         let policy = *this.policy;
