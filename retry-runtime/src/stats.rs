@@ -106,8 +106,8 @@ pub struct StatsSnapshot {
     /// Calls their caller dropped (cancelled) while they retried, after a failed
     /// attempt and before they returned: a caller's own timeout shorter than the
     /// deadline, say. Counted in `requests`, their attempts in `attempts`; they neither
-    /// succeeded nor failed. A call dropped during its first attempt is not seen (the
-    /// copies a hedged one sent are, in `hedges`), nor is one a panic unwinds through.
+    /// succeeded nor failed. A call dropped during its first attempt is not seen unless
+    /// it had sent a hedged copy, nor is one a panic unwinds through.
     pub abandoned: u64,
 }
 
