@@ -267,6 +267,25 @@ async fn a_nested_call_cut_at_the_attempts_limit_is_retried_by_the_outer_call() 
     assert_eq!(HANGS_ONCE.load(Ordering::SeqCst), 2);
 }
 
+// An attempt that fails on its own at the very instant of its limit keeps its failure:
+// only a nested call's give-up at that instant is taken for the cut.
+#[retry(deadline = "30s", attempt_timeout = "1s", base = "100ms", jitter = "none", budget = UNLIMITED)]
+#[idempotent]
+async fn rejected_at_the_limit(attempts: &Attempts) -> io::Result<u32> {
+    attempts.start();
+    tokio::time::sleep(secs(1)).await;
+    attempts.finish();
+    Err(io::ErrorKind::NotFound.into())
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_failure_of_its_own_at_the_limit_stands() {
+    let attempts = Attempts::default();
+    let error = rejected_at_the_limit(&attempts).await.unwrap_err();
+    assert_eq!(error.kind(), io::ErrorKind::NotFound);
+    assert_eq!(attempts.counts(), (1, 1));
+}
+
 // A blocking call has no attempt timeout (its attempt cannot be cut), so a policy's
 // `attempt_timeout` does not shorten what its body sees. Can fail: it saw 2 s.
 static BLOCKING_WITH_TIMEOUT: persevere::Policy = persevere::Policy::new()

@@ -247,13 +247,15 @@ pub(crate) fn drive<'p, R: Outcome>(
                     }
                 };
                 let (outcome, timed_out) = match poll {
-                    // A failure at the attempt's time limit is the limit's: the attempt
-                    // was still running when it passed, and a nested call, whose
-                    // deadline is this limit, was cut at the same instant and failed
-                    // first. It counts as cut, so the nested call's give-up does not
-                    // stop this layer from retrying it.
+                    // A failure out of a nested call that gave up at the attempt's time
+                    // limit is the limit's: the nested call's deadline is this limit,
+                    // and it was cut at the same instant, just before this attempt
+                    // would have been. It counts as cut, so the nested give-up does not
+                    // stop this layer from retrying it. (Any other failure at that
+                    // instant is the attempt's own, and stands.)
                     Poll::Ready(outcome) => {
-                        match outcome.failure().and_then(|_| timer.limit_passed()) {
+                        let nested = outcome.failure().is_some() && frame.inner_failed();
+                        match nested.then(|| timer.limit_passed()).flatten() {
                             Some(limit) => {
                                 frame = frame.moved_on();
                                 (handling.timed_out(AttemptTimedOut::after(limit)), true)
