@@ -286,6 +286,74 @@ async fn a_failure_of_its_own_at_the_limit_stands() {
     assert_eq!(attempts.counts(), (1, 1));
 }
 
+// A nested call's own permanent failure at the instant of the outer attempt's limit is
+// the nested call's answer: it stands, and is not retried. Can fail: a rule that took
+// every nested failure at the limit for the cut retried this 404 six times.
+static NOT_FOUND_AT_THE_LIMIT: AtomicU32 = AtomicU32::new(0);
+
+#[retry(deadline = "60s", budget = UNLIMITED)]
+#[idempotent]
+async fn inner_not_found_at_one_second() -> io::Result<u32> {
+    NOT_FOUND_AT_THE_LIMIT.fetch_add(1, Ordering::SeqCst);
+    tokio::time::sleep(secs(1)).await;
+    Err(io::ErrorKind::NotFound.into())
+}
+
+#[retry(deadline = "30s", attempt_timeout = "1s", base = "100ms", jitter = "none", budget = UNLIMITED)]
+#[idempotent]
+async fn outer_of_a_not_found() -> io::Result<u32> {
+    inner_not_found_at_one_second().await
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_nested_permanent_failure_at_the_limit_stands() {
+    let error = outer_of_a_not_found().await.unwrap_err();
+    assert_eq!(error.kind(), io::ErrorKind::NotFound);
+    assert_eq!(NOT_FOUND_AT_THE_LIMIT.load(Ordering::SeqCst), 1);
+}
+
+// Three layers, each but the innermost with an attempt timeout, over a dependency that
+// hangs: the innermost is cut at the middle layer's limit without having retried, so the
+// middle layer retries it, within the outer attempt's 3 s; having retried, it gives up
+// there, and the outer layer does not multiply its attempts. Can fail: a rule under
+// which every cut layer retried made 6, 17 and 17 attempts.
+static OUTER_TRIES: AtomicU32 = AtomicU32::new(0);
+static MIDDLE_TRIES: AtomicU32 = AtomicU32::new(0);
+static INNER_TRIES_HANG: AtomicU32 = AtomicU32::new(0);
+
+#[retry(deadline = "60s", budget = UNLIMITED)]
+#[idempotent]
+async fn innermost_hangs() -> io::Result<u32> {
+    INNER_TRIES_HANG.fetch_add(1, Ordering::SeqCst);
+    std::future::pending::<()>().await;
+    Ok(1)
+}
+
+#[retry(deadline = "60s", attempt_timeout = "1s", base = "100ms", jitter = "none", budget = UNLIMITED)]
+#[idempotent]
+async fn middle() -> io::Result<u32> {
+    MIDDLE_TRIES.fetch_add(1, Ordering::SeqCst);
+    innermost_hangs().await
+}
+
+#[retry(deadline = "20s", attempt_timeout = "3s", base = "100ms", jitter = "none", budget = UNLIMITED)]
+#[idempotent]
+async fn outermost() -> io::Result<u32> {
+    OUTER_TRIES.fetch_add(1, Ordering::SeqCst);
+    middle().await
+}
+
+#[tokio::test(start_paused = true)]
+async fn three_layers_over_a_hang_retry_at_one_layer() {
+    let start = Instant::now();
+    let error = outermost().await.unwrap_err();
+    assert_eq!(error.kind(), io::ErrorKind::TimedOut);
+    // The middle layer's attempts start at 0, 1.1 and 2.2 s; the third is cut at 3 s.
+    assert_eq!(start.elapsed(), secs(3));
+    let tries = [&OUTER_TRIES, &MIDDLE_TRIES, &INNER_TRIES_HANG].map(|t| t.load(Ordering::SeqCst));
+    assert_eq!(tries, [1, 3, 3]);
+}
+
 // A blocking call has no attempt timeout (its attempt cannot be cut), so a policy's
 // `attempt_timeout` does not shorten what its body sees. Can fail: it saw 2 s.
 static BLOCKING_WITH_TIMEOUT: persevere::Policy = persevere::Policy::new()
@@ -458,5 +526,46 @@ fn a_call_a_panic_unwinds_through_is_not_abandoned() {
     assert!(std::panic::catch_unwind(panics_in_a_retry).is_err());
     assert_eq!(PANICS_IN_A_RETRY.load(Ordering::SeqCst), 2);
     let s = persevere::stats::get("panics_in_a_retry").expect("called");
+    assert_eq!(s.abandoned, 0, "{s:?}");
+}
+
+// An async call whose attempt panics, the panic caught around the call's future (as a
+// server's catch-panic layer does), which is dropped later: not abandoned. Can fail:
+// `thread::panicking()` is false by then, and the call was counted as abandoned.
+static PANICS_ASYNC: AtomicU32 = AtomicU32::new(0);
+
+#[retry(base = "1ms", jitter = "none", budget = UNLIMITED)]
+#[idempotent]
+async fn panics_in_an_async_retry() -> io::Result<u32> {
+    if PANICS_ASYNC.fetch_add(1, Ordering::SeqCst) == 1 {
+        panic!("a bug in the body");
+    }
+    Err(io::ErrorKind::ConnectionReset.into())
+}
+
+/// Polls a future, catching a panic in its poll; the future is dropped with this one.
+struct CatchUnwind<F>(std::pin::Pin<Box<F>>);
+
+impl<F: Future> Future for CatchUnwind<F> {
+    type Output = Result<F::Output, ()>;
+
+    fn poll(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Self::Output> {
+        let inner = self.0.as_mut();
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| inner.poll(cx))) {
+            Ok(poll) => poll.map(Ok),
+            Err(_) => std::task::Poll::Ready(Err(())),
+        }
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_async_call_whose_panic_is_caught_around_it_is_not_abandoned() {
+    let caught = CatchUnwind(Box::pin(panics_in_an_async_retry()));
+    assert!(caught.await.is_err());
+    assert_eq!(PANICS_ASYNC.load(Ordering::SeqCst), 2);
+    let s = persevere::stats::get("panics_in_an_async_retry").expect("called");
     assert_eq!(s.abandoned, 0, "{s:?}");
 }

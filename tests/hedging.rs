@@ -665,3 +665,24 @@ async fn a_hedged_call_dropped_after_sending_a_copy_is_abandoned() {
     let s = stats("dropped_while_hedged");
     assert_eq!(s.abandoned, 2, "{s:?}");
 }
+
+// A hedged call whose first attempt is cut at its deadline, copies and all, has failed:
+// not abandoned as well. Can fail: it was counted twice, failed and abandoned.
+#[retry(hedge = "50ms", deadline = "300ms", budget = UNLIMITED)]
+#[idempotent]
+async fn hedged_until_the_deadline(script: &Script) -> io::Result<u32> {
+    script.attempt().await
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_hedged_call_cut_at_its_deadline_has_failed_not_been_abandoned() {
+    let script = Script::new(&[(1000, OK)]);
+    let error = hedged_until_the_deadline(&script).await.unwrap_err();
+    assert_eq!(error.kind(), io::ErrorKind::TimedOut);
+    let s = stats("hedged_until_the_deadline");
+    assert_eq!(
+        (s.requests, s.failed.deadline, s.abandoned, s.hedges),
+        (1, 1, 0, 1),
+        "{s:?}"
+    );
+}

@@ -10,6 +10,7 @@
 use std::fmt;
 use std::marker::PhantomData;
 use std::mem::ManuallyDrop;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use crate::batch::{self, Sink};
@@ -55,6 +56,13 @@ pub(crate) struct Call<'p, C: Clock> {
     /// Set once the call has returned (or is returning) its outcome: one dropped before
     /// then, after it retried, was abandoned by its caller.
     ended: bool,
+    /// Whether the deadline is an enclosing layer's (an outer call's, or its attempt's
+    /// time limit), which cut the call's own.
+    inherited: bool,
+    /// Set while an attempt is polled (or a blocking one runs): still set when the call
+    /// is dropped, the poll panicked, and the call was not given up on. Atomic rather
+    /// than a `Cell` so that a retried future stays `Sync`.
+    polling: AtomicBool,
     clock: PhantomData<C>,
 }
 
@@ -67,9 +75,12 @@ impl<'p, C: Clock> Call<'p, C> {
         // Only async calls start their clocks lazily, so an enclosing layer whose clock
         // has not started is async, and starts on tokio's clock.
         let outer = layer::enclosing(TokioClock::now);
-        Self::new(
-            RetryState::starting(policy, CompactInstant::new(now)).within_compact(outer.compact()),
-        )
+        let state = RetryState::starting(policy, CompactInstant::new(now));
+        let own = state.deadline_nanos();
+        let state = state.within_compact(outer.compact());
+        let mut call = Self::new(state);
+        call.inherited = state.deadline_nanos() < own;
+        call
     }
 
     /// Begins a call whose clock has not started: it starts when the frame of its
@@ -88,6 +99,8 @@ impl<'p, C: Clock> Call<'p, C> {
             span: ManuallyDrop::default(),
             retry_granted: false,
             ended: false,
+            inherited: false,
+            polling: AtomicBool::new(false),
             clock: PhantomData,
         }
     }
@@ -152,11 +165,12 @@ impl<'p, C: Clock> Call<'p, C> {
     /// an async attempt (or the run of a blocking one).
     #[cfg_attr(not(debug_assertions), inline(always))]
     pub(crate) fn enter(&self, frame: Frame) -> AttemptScope<'_> {
+        self.polling.store(true, Ordering::Relaxed);
         AttemptScope {
             #[cfg(feature = "tracing")]
             span: self.span.as_deref().map(tracing::Span::enter),
             frame: Entered::new(frame),
-            call: PhantomData,
+            polling: &self.polling,
         }
     }
 
@@ -290,7 +304,13 @@ impl<'p, C: Clock> Call<'p, C> {
             stats.record_failure(attempts, reason);
         }
         telemetry::gave_up(policy, &self.span, attempts, self.elapsed(), reason, error);
-        layer::mark_inner_failure();
+        // A call that made one attempt and ran out of an enclosing layer's time did not
+        // retry: the enclosing layer's own time limit ended it, and that layer may retry.
+        let cut_by_enclosing =
+            reason == GiveUp::DeadlineExceeded && attempts <= 1 && self.inherited;
+        if !cut_by_enclosing {
+            layer::mark_inner_failure();
+        }
     }
 
     fn elapsed(&self) -> Duration {
@@ -363,7 +383,7 @@ pub(crate) struct AttemptScope<'a> {
     #[cfg(feature = "tracing")]
     span: Option<tracing::span::Entered<'a>>,
     frame: Entered,
-    call: PhantomData<&'a ()>,
+    polling: &'a AtomicBool,
 }
 
 impl AttemptScope<'_> {
@@ -371,6 +391,7 @@ impl AttemptScope<'_> {
     /// it.
     #[cfg_attr(not(debug_assertions), inline(always))]
     pub(crate) fn leave(self) -> Frame {
+        self.polling.store(false, Ordering::Relaxed);
         #[cfg(feature = "tracing")]
         if let Some(span) = self.span {
             exit(span);
@@ -409,9 +430,10 @@ impl<C: Clock> Call<'_, C> {
     #[cold]
     #[inline(never)]
     fn end(&mut self) {
-        // Dropped while it unwinds from a panic (in its body, or its caller's), the
-        // call was not given up on.
-        if !self.ended && self.attempts() > 1 && !std::thread::panicking() {
+        // Dropped while it unwinds from a panic (in its body, or its caller's), or after
+        // a panic in its attempt was caught around it, the call was not given up on.
+        let panicked = std::thread::panicking() || self.polling.load(Ordering::Relaxed);
+        if !self.ended && self.attempts() > 1 && !panicked {
             // Dropped during a wait, the attempt it was for was counted, not made.
             let made = self.attempts() - u32::from(self.retry_granted);
             if let Some(stats) = self.policy().stats() {

@@ -154,33 +154,20 @@ pin_project_lite::pin_project! {
         hedge: &'static Hedge,
         policy: &'p Policy,
         classify: fn(&E) -> Class,
-        // Whether this is the call's first attempt (no restart yet), and whether it has
-        // ended: a first attempt dropped before it ended, with copies sent, is a call
-        // its caller abandoned, which nothing else counts (the call's state counts the
-        // calls that retried).
+        // Whether this is the call's first attempt (no restart yet).
         first_attempt: bool,
-        ended: bool,
-    }
-    impl<'p, M, G, E> PinnedDrop for Copies<'p, M, G, E> {
-        fn drop(this: Pin<&mut Self>) {
-            let this = this.project();
-            let copies_sent = this.sent.is_some_and(|sent| sent > 0);
-            if *this.first_attempt && !*this.ended && copies_sent && !std::thread::panicking() {
-                abandoned(this.policy);
-            }
-        }
     }
 }
 
-/// Counts a call dropped by its caller during its first attempt, after copies of it
-/// were sent.
-#[cold]
-fn abandoned(policy: &Policy) {
-    if let Some(stats) = policy.stats() {
-        stats.register();
-        stats.record_abandoned(1);
+impl<M, G, E> Copies<'_, M, G, E> {
+    /// Counts the call as abandoned by its caller if this is its first attempt and it
+    /// sent copies: the call's state counts the calls dropped after they retried, and
+    /// nothing else counts these, whose copies are counted.
+    pub(crate) fn count_if_abandoned(&self) {
+        if self.first_attempt && self.sent.is_some_and(|sent| sent > 0) {
+            abandoned(self.policy);
+        }
     }
-    telemetry::abandoned(policy, &telemetry::CallSpan::default(), 1, true);
 }
 
 impl<'p, M, G, E> Copies<'p, M, G, E>
@@ -209,7 +196,6 @@ where
             policy,
             classify,
             first_attempt: true,
-            ended: false,
         }
     }
 
@@ -224,7 +210,6 @@ where
         *this.first_marked = false;
         *this.sent = None;
         *this.first_attempt = false;
-        *this.ended = false;
         this.first.set(Some((this.make)()));
     }
 }
@@ -236,20 +221,7 @@ where
 {
     type Output = G::Output;
 
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<G::Output> {
-        let poll = self.as_mut().poll_copies(cx);
-        *self.project().ended = poll.is_ready();
-        poll
-    }
-}
-
-impl<M, G, E> Copies<'_, M, G, E>
-where
-    M: FnMut() -> G,
-    G: Future<Output: Outcome<Err = E>>,
-{
-    /// Polls the attempt and its copies, and sends the next copy when it is due.
-    fn poll_copies(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<G::Output> {
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<G::Output> {
         let mut this = self.project();
         let hedge = *this.hedge;
         let policy = *this.policy;
@@ -418,6 +390,17 @@ fn end<G, R>(outcome: R, marked: bool, copies: &mut [Option<Sent<G>>]) -> R {
     }
     swap_inner_failure(marked);
     outcome
+}
+
+/// Counts a call its caller dropped during its first attempt, after copies of it were
+/// sent.
+#[cold]
+fn abandoned(policy: &Policy) {
+    if let Some(stats) = policy.stats() {
+        stats.register();
+        stats.record_abandoned(1);
+    }
+    telemetry::abandoned(policy, &telemetry::CallSpan::default(), 1, true);
 }
 
 /// Whether a failure of class `class` ends the attempt, with `others` of its futures

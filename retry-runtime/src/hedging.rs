@@ -24,6 +24,19 @@ pin_project_lite::pin_project! {
         timer: Timer<G::Output>,
         run: Run<'p, TokioClock>,
         handling: H,
+        // Whether the call has returned its outcome, and whether a poll is under way (a
+        // poll that panicked leaves it set): a call dropped before it returned, by its
+        // caller, may be abandoned in its first attempt with copies sent.
+        returned: bool,
+        polling: bool,
+    }
+    impl<'p, M, G: Future, H, E> PinnedDrop for Hedging<'p, M, G, H, E> {
+        fn drop(this: Pin<&mut Self>) {
+            let this = this.project();
+            if !*this.returned && !*this.polling && !std::thread::panicking() {
+                this.copies.count_if_abandoned();
+            }
+        }
     }
 }
 
@@ -59,8 +72,13 @@ where
 {
     type Output = G::Output;
 
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<G::Output> {
-        match drive(self, cx) {
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<G::Output> {
+        *self.as_mut().project().polling = true;
+        let poll = drive(self.as_mut(), cx);
+        let this = self.project();
+        *this.polling = false;
+        *this.returned = poll.is_ready();
+        match poll {
             Poll::Ready(Some(outcome)) => Poll::Ready(outcome),
             Poll::Ready(None) => unreachable!("`Hedging` makes its own attempts"),
             Poll::Pending => Poll::Pending,
@@ -92,5 +110,7 @@ where
         timer: Timer::new(),
         run: Run::lazy(policy),
         handling,
+        returned: false,
+        polling: false,
     }
 }

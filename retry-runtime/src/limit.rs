@@ -93,16 +93,6 @@ impl<R> Timer<R> {
         sleep.poll(cx).is_ready().then_some(limit)
     }
 
-    /// The attempt's time limit, if it has one and it has passed.
-    pub(crate) fn limit_passed(&self) -> Option<Duration> {
-        if self.state & PHASE != LIMIT {
-            return None;
-        }
-        let sleep = self.sleep.as_ref()?;
-        let limit = Duration::from_nanos(self.state & !PHASE);
-        (sleep.deadline() <= Instant::now()).then_some(limit)
-    }
-
     /// Waits `wait` before the next attempt, keeping `outcome`, the failure; `made` if
     /// the next attempt is made already.
     pub(crate) fn wait(self: Pin<&mut Self>, wait: Duration, outcome: R, made: bool) {

@@ -213,7 +213,7 @@ pub(crate) fn drive<'p, R: Outcome>(
         match attempt {
             // Only a call with state waits: the happy path does not read the timer.
             Some(attempt) if run.call.is_none() || !timer.is_waiting() => {
-                let (poll, mut frame) = match run.call.as_ref() {
+                let (poll, frame) = match run.call.as_ref() {
                     // Nothing has failed yet: no call state, and so no span to enter. A
                     // path of its own, so that a success here is told from the state
                     // tested once.
@@ -247,22 +247,7 @@ pub(crate) fn drive<'p, R: Outcome>(
                     }
                 };
                 let (outcome, timed_out) = match poll {
-                    // A failure out of a nested call that gave up at the attempt's time
-                    // limit is the limit's: the nested call's deadline is this limit,
-                    // and it was cut at the same instant, just before this attempt
-                    // would have been. It counts as cut, so the nested give-up does not
-                    // stop this layer from retrying it. (Any other failure at that
-                    // instant is the attempt's own, and stands.)
-                    Poll::Ready(outcome) => {
-                        let nested = outcome.failure().is_some() && frame.inner_failed();
-                        match nested.then(|| timer.limit_passed()).flatten() {
-                            Some(limit) => {
-                                frame = frame.moved_on();
-                                (handling.timed_out(AttemptTimedOut::after(limit)), true)
-                            }
-                            None => (outcome, false),
-                        }
-                    }
+                    Poll::Ready(outcome) => (outcome, false),
                     Poll::Pending => {
                         // The attempt is waiting on something: the clock starts (that
                         // time counts), and the frame is kept for the next poll.

@@ -116,6 +116,12 @@ impl<'p> RetryState<'p> {
         self
     }
 
+    /// The deadline, in nanoseconds after the start; `u64::MAX` for none.
+    #[inline]
+    pub(crate) fn deadline_nanos(&self) -> u64 {
+        self.deadline
+    }
+
     /// Starts the call's clock when the layer of its attempt did, if it did.
     #[inline]
     pub(crate) fn adopt(&mut self, frame: &Frame) {
