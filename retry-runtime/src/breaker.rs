@@ -555,4 +555,43 @@ mod tests {
             Some(BreakerState::Open)
         );
     }
+
+    // A probe from an earlier half-open spell, given back when the breaker is half-open
+    // again and holds no probe, changes nothing: two probes may still go, and the
+    // breaker has gone half-open twice. Can fail: giving it back took the count of
+    // probes below zero, into the state's bits (the breaker read as open again).
+    #[test]
+    fn a_stale_probe_given_back_to_a_half_open_breaker_holding_none_changes_nothing() {
+        let b = CircuitBreaker::new()
+            .with_consecutive_failures(1)
+            .with_open_for(ms(100))
+            .with_probes(2);
+        let t = Instant::now();
+        b.record(Permit::Closed, false, t);
+        let t1 = t + ms(100);
+        let (first, stale) = (b.admit(t1).unwrap(), b.admit(t1).unwrap());
+        assert_eq!(b.record(first, true, t1), Some(BreakerState::Closed));
+        // Open again, then half-open at 200 ms: a probe taken and given back.
+        b.record(b.admit(t1).unwrap(), false, t1);
+        let t2 = t1 + ms(100);
+        b.abandon(b.admit(t2).unwrap());
+        b.abandon(stale);
+        assert!(b.admit(t2).is_ok());
+        assert!(b.admit(t2).is_ok());
+        assert!(b.admit(t2).is_err());
+        assert_eq!(b.snapshot(t2).half_opened, 2);
+    }
+
+    // What an open breaker's refusal says.
+    #[test]
+    fn an_open_breaker_says_when_it_will_probe() {
+        let open = CircuitOpen {
+            retry_in: Duration::from_millis(1500),
+        };
+        assert_eq!(
+            open.to_string(),
+            "the circuit breaker is open; the next probe in 1.5s"
+        );
+        assert_eq!(open.retry_in(), Duration::from_millis(1500));
+    }
 }

@@ -378,6 +378,42 @@ mod tests {
         assert!((-1.0..1.0).contains(&snapshot.tokens), "{snapshot:?}");
     }
 
+    // A ratio of its own bounds retries the same way: 25 % of 1,000 failing requests,
+    // plus the floor, within one. Can fail: a ratio scaled wrongly (0.25 taken as
+    // millionths of a token, or added to a whole token per request) or read as no limit.
+    #[test]
+    fn a_ratio_of_its_own_bounds_retries_the_same_way() {
+        seed_thread_rng(4);
+        let budget = RetryBudget::new().with_ratio(0.25);
+        let mut dependency = SmallRng::seed_from_u64(4);
+        let start = Instant::now();
+        for i in 0..1000 {
+            assert_eq!(call(&budget, start + ms(i), 1.0, &mut dependency), None);
+        }
+        let snapshot = budget.snapshot(start);
+        assert!(
+            (snapshot.retries as f64 - 252.0).abs() <= 1.0,
+            "{snapshot:?}"
+        );
+    }
+
+    // A hedge is granted only while a whole token stays for a retry: with one and a
+    // half tokens, none is; the retry after it still is. Can fail: a hedge granted on
+    // a little more than one token, leaving half a token.
+    #[test]
+    fn a_hedge_leaves_a_whole_token() {
+        let budget = RetryBudget::new();
+        let t = Instant::now();
+        assert!(budget.withdraw(t));
+        for _ in 0..5 {
+            budget.deposit(t);
+        }
+        assert!((budget.snapshot(t).tokens - 1.5).abs() < 1e-9);
+        assert!(!budget.withdraw_hedge(t));
+        assert!(budget.withdraw(t));
+        assert!((budget.snapshot(t).tokens - 0.5).abs() < 1e-9);
+    }
+
     // The bound with successes: retries <= floor + ratio x requests + 1/2 x calls that
     // succeeded after retrying, + 1. With half the attempts failing, the budget is short
     // nearly always, so it spends what it earns: retries are that sum within one, less
