@@ -569,3 +569,57 @@ async fn an_async_call_whose_panic_is_caught_around_it_is_not_abandoned() {
     let s = persevere::stats::get("panics_in_an_async_retry").expect("called");
     assert_eq!(s.abandoned, 0, "{s:?}");
 }
+
+// A nested call cut at a deadline of its own (shorter than the outer call's) after one
+// attempt did give up for a reason of its own: the outer layer does not retry it. Only a
+// deadline an enclosing layer imposed spares the mark. Can fail: every deadline was taken
+// for an enclosing one, and the outer call retried the nested hang.
+static OUTER_OF_A_SHORT_DEADLINE: AtomicU32 = AtomicU32::new(0);
+
+#[retry(deadline = "1s", budget = UNLIMITED)]
+#[idempotent]
+async fn hangs_past_its_own_deadline() -> io::Result<u32> {
+    std::future::pending::<()>().await;
+    Ok(1)
+}
+
+#[retry(deadline = "5s", base = "100ms", jitter = "none", budget = UNLIMITED)]
+#[idempotent]
+async fn outer_of_a_short_deadline() -> io::Result<u32> {
+    OUTER_OF_A_SHORT_DEADLINE.fetch_add(1, Ordering::SeqCst);
+    hangs_past_its_own_deadline().await
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_nested_call_cut_at_its_own_deadline_is_not_retried_outside() {
+    let start = Instant::now();
+    let error = outer_of_a_short_deadline().await.unwrap_err();
+    assert_eq!(error.kind(), io::ErrorKind::TimedOut);
+    assert_eq!(start.elapsed(), secs(1));
+    assert_eq!(OUTER_OF_A_SHORT_DEADLINE.load(Ordering::SeqCst), 1);
+}
+
+// A timer that fires late (here, the clock moved past the deadline while the call
+// waited) ends the call when the wait is over: the attempt the wait was for is not made
+// nor counted. Can fail: the statistics counted attempts that were never made.
+#[retry(deadline = "2s", base = "1s", jitter = "none", budget = UNLIMITED)]
+#[idempotent]
+async fn waits_through_its_deadline(attempts: &Attempts) -> io::Result<u32> {
+    attempts.start();
+    Err(io::ErrorKind::ConnectionReset.into())
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_wait_that_ends_past_the_deadline_ends_the_call_without_its_attempt() {
+    let attempts = Attempts::default();
+    let late = async {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        tokio::time::advance(secs(5)).await;
+    };
+    let (result, ()) = tokio::join!(waits_through_its_deadline(&attempts), late);
+    assert_eq!(result.unwrap_err().kind(), io::ErrorKind::ConnectionReset);
+    assert_eq!(attempts.counts(), (1, 0));
+    let s = persevere::stats::get("waits_through_its_deadline").expect("called");
+    assert_eq!((s.requests, s.attempts, s.retries), (1, 1, 0), "{s:?}");
+    assert_eq!(s.failed.deadline, 1, "{s:?}");
+}
