@@ -623,3 +623,22 @@ async fn a_wait_that_ends_past_the_deadline_ends_the_call_without_its_attempt() 
     assert_eq!((s.requests, s.attempts, s.retries), (1, 1, 0), "{s:?}");
     assert_eq!(s.failed.deadline, 1, "{s:?}");
 }
+
+// A call with a breaker holds its state from its first poll; dropped during its first
+// attempt, it has not retried and is not abandoned, as any call dropped then is not. Can
+// fail: a call with state was counted whatever attempt it was in.
+static FIRST_ATTEMPT_BREAKER: persevere::CircuitBreaker = persevere::CircuitBreaker::new();
+
+#[retry(breaker = FIRST_ATTEMPT_BREAKER, budget = UNLIMITED)]
+#[idempotent]
+async fn dropped_in_its_first_attempt() -> io::Result<u32> {
+    std::future::pending::<()>().await;
+    Ok(1)
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_call_with_state_dropped_in_its_first_attempt_is_not_abandoned() {
+    assert!(caller(dropped_in_its_first_attempt()).await.is_err());
+    let s = persevere::stats::get("dropped_in_its_first_attempt").expect("registered");
+    assert_eq!((s.requests, s.abandoned), (0, 0), "{s:?}");
+}
