@@ -132,4 +132,21 @@ mod tests {
             assert_eq!(parse_grpc_timeout(bad), None, "{bad:?}");
         }
     }
+
+    // Every unit the gRPC spec names, as a caller may send it. Can fail: minutes and
+    // hours, which `to_grpc_timeout` sends only beyond 99,999,999 ms, went unread.
+    #[test]
+    fn grpc_timeout_reads_every_unit() {
+        let cases = [
+            ("7n", Duration::from_nanos(7)),
+            ("7u", Duration::from_micros(7)),
+            ("7m", Duration::from_millis(7)),
+            ("7S", Duration::from_secs(7)),
+            ("7M", Duration::from_secs(7 * 60)),
+            ("7H", Duration::from_secs(7 * 3600)),
+        ];
+        for (text, duration) in cases {
+            assert_eq!(parse_grpc_timeout(text), Some(duration), "{text}");
+        }
+    }
 }
