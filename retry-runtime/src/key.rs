@@ -116,6 +116,20 @@ impl FromStr for IdempotencyKey {
 mod tests {
     use super::*;
 
+    // A key's bits, as a caller stores them (a database column of 128 bits), make the
+    // same key again; its `Debug` names it. Can fail: bits that came back as 0 or 1, or
+    // a `Debug` that wrote nothing.
+    #[test]
+    fn bits_round_trip_and_debug_names_the_key() {
+        let key = IdempotencyKey::from_u128(0x0123_4567_89ab_cdef_0123_4567_89ab_cdef);
+        assert_eq!(key.as_u128(), 0x0123_4567_89ab_4def_8123_4567_89ab_cdef);
+        assert_eq!(IdempotencyKey::from_u128(key.as_u128()), key);
+        assert_eq!(
+            format!("{key:?}"),
+            "IdempotencyKey(01234567-89ab-4def-8123-456789abcdef)"
+        );
+    }
+
     #[test]
     fn text_round_trip_and_uuid_v4_shape() {
         for _ in 0..100 {
