@@ -56,9 +56,6 @@ pub(crate) struct Call<'p, C: Clock> {
     /// Set once the call has returned (or is returning) its outcome: one dropped before
     /// then, after it retried, was abandoned by its caller.
     ended: bool,
-    /// Whether the deadline is an enclosing layer's (an outer call's, or its attempt's
-    /// time limit), which cut the call's own.
-    inherited: bool,
     /// Set while an attempt is polled (or a blocking one runs): still set when the call
     /// is dropped, the poll panicked, and the call was not given up on. Atomic rather
     /// than a `Cell` so that a retried future stays `Sync`.
@@ -75,12 +72,9 @@ impl<'p, C: Clock> Call<'p, C> {
         // Only async calls start their clocks lazily, so an enclosing layer whose clock
         // has not started is async, and starts on tokio's clock.
         let outer = layer::enclosing(TokioClock::now);
-        let state = RetryState::starting(policy, CompactInstant::new(now));
-        let own = state.deadline_nanos();
-        let state = state.within_compact(outer.compact());
-        let mut call = Self::new(state);
-        call.inherited = state.deadline_nanos() < own;
-        call
+        Self::new(
+            RetryState::starting(policy, CompactInstant::new(now)).within_compact(outer.compact()),
+        )
     }
 
     /// Begins a call whose clock has not started: it starts when the frame of its
@@ -99,7 +93,6 @@ impl<'p, C: Clock> Call<'p, C> {
             span: ManuallyDrop::default(),
             retry_granted: false,
             ended: false,
-            inherited: false,
             polling: AtomicBool::new(false),
             clock: PhantomData,
         }
@@ -304,10 +297,11 @@ impl<'p, C: Clock> Call<'p, C> {
             stats.record_failure(attempts, reason);
         }
         telemetry::gave_up(policy, &self.span, attempts, self.elapsed(), reason, error);
-        // A call that made one attempt and ran out of an enclosing layer's time did not
-        // retry: the enclosing layer's own time limit ended it, and that layer may retry.
-        let cut_by_enclosing =
-            reason == GiveUp::DeadlineExceeded && attempts <= 1 && self.inherited;
+        // A call that made one attempt and ran out of an enclosing layer's time (its
+        // deadline cut below its policy's) did not retry: the enclosing layer's own time
+        // limit ended it, and that layer may retry.
+        let inherited = self.state.deadline_nanos() < policy.deadline_nanos();
+        let cut_by_enclosing = reason == GiveUp::DeadlineExceeded && attempts <= 1 && inherited;
         if !cut_by_enclosing {
             layer::mark_inner_failure();
         }
@@ -409,6 +403,18 @@ fn exit(span: tracing::span::Entered<'_>) {
     drop(span);
 }
 
+/// Counts a call its caller dropped before it returned, after `made` attempts, one of
+/// them still running if `in_flight`: in its statistics (registering them, for a call
+/// that had no state) and its telemetry.
+#[cold]
+pub(crate) fn abandoned(policy: &Policy, span: &CallSpan, made: u32, in_flight: bool) {
+    if let Some(stats) = policy.stats() {
+        stats.register();
+        stats.record_abandoned(made);
+    }
+    telemetry::abandoned(policy, span, made, in_flight);
+}
+
 impl<C: Clock> Drop for Call<'_, C> {
     /// Gives the breaker permit back if the call was dropped mid-attempt (cancelled), the
     /// budget's token if it was dropped while waiting to retry, counts a call dropped
@@ -436,10 +442,7 @@ impl<C: Clock> Call<'_, C> {
         if !self.ended && self.attempts() > 1 && !panicked {
             // Dropped during a wait, the attempt it was for was counted, not made.
             let made = self.attempts() - u32::from(self.retry_granted);
-            if let Some(stats) = self.policy().stats() {
-                stats.record_abandoned(made);
-            }
-            telemetry::abandoned(self.policy(), &self.span, made, !self.retry_granted);
+            abandoned(self.policy(), &self.span, made, !self.retry_granted);
         }
         if self.retry_granted {
             self.policy().budget().retry_not_made(C::now());

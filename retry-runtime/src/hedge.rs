@@ -36,6 +36,7 @@ use std::time::{Duration, Instant};
 
 use crate::batch;
 use crate::breaker::{BreakerState, Permit};
+use crate::call;
 use crate::classify::Class;
 use crate::clock::{Clock, CompactInstant, TokioClock};
 use crate::handling::Outcome;
@@ -165,7 +166,7 @@ impl<M, G, E> Copies<'_, M, G, E> {
     /// nothing else counts these, whose copies are counted.
     pub(crate) fn count_if_abandoned(&self) {
         if self.first_attempt && self.sent.is_some_and(|sent| sent > 0) {
-            abandoned(self.policy);
+            call::abandoned(self.policy, &telemetry::CallSpan::default(), 1, true);
         }
     }
 }
@@ -390,17 +391,6 @@ fn end<G, R>(outcome: R, marked: bool, copies: &mut [Option<Sent<G>>]) -> R {
     }
     swap_inner_failure(marked);
     outcome
-}
-
-/// Counts a call its caller dropped during its first attempt, after copies of it were
-/// sent.
-#[cold]
-fn abandoned(policy: &Policy) {
-    if let Some(stats) = policy.stats() {
-        stats.register();
-        stats.record_abandoned(1);
-    }
-    telemetry::abandoned(policy, &telemetry::CallSpan::default(), 1, true);
 }
 
 /// Whether a failure of class `class` ends the attempt, with `others` of its futures
