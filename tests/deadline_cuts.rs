@@ -642,3 +642,45 @@ async fn a_call_with_state_dropped_in_its_first_attempt_is_not_abandoned() {
     let s = persevere::stats::get("dropped_in_its_first_attempt").expect("registered");
     assert_eq!((s.requests, s.abandoned), (0, 0), "{s:?}");
 }
+
+// A function with an `&mut` argument makes its attempts in its own body, one step at a
+// time, and its steps share the call's one timer: each attempt is cut at its own limit,
+// each wait lasts its backoff, whatever the step before left in the timer.
+// Can fail: a step that found the timer as the last one left it (armed, or waiting) would
+// cut an attempt at once, never cut it, or skip a wait.
+#[retry(attempt_timeout = "100ms", base = "30ms", jitter = "none", budget = UNLIMITED)]
+#[idempotent]
+async fn hangs_twice_then_fails_then_answers(
+    attempts: &Attempts,
+    log: &mut Vec<Duration>,
+    start: Instant,
+) -> io::Result<u32> {
+    let attempt = attempts.start();
+    log.push(start.elapsed());
+    match attempt {
+        1 | 2 => std::future::pending::<()>().await,
+        3 => {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            attempts.finish();
+            return Err(io::Error::from(io::ErrorKind::ConnectionReset));
+        }
+        _ => tokio::time::sleep(Duration::from_millis(90)).await,
+    }
+    attempts.finish();
+    Ok(attempt)
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_steps_of_a_body_loop_share_one_timer_and_each_is_cut_at_its_own_limit() {
+    let attempts = Attempts::default();
+    let mut log = Vec::new();
+    let start = Instant::now();
+    let result = hangs_twice_then_fails_then_answers(&attempts, &mut log, start).await;
+    assert_eq!(result.unwrap(), 4);
+    let ms = Duration::from_millis;
+    // Attempt 1 cut at 100 ms, waits 30; attempt 2 cut at 230, waits 60; attempt 3 fails
+    // at 340, waits 120; attempt 4 takes 90 ms, under its limit.
+    assert_eq!(log, [ms(0), ms(130), ms(290), ms(460)]);
+    assert_eq!(start.elapsed(), ms(550));
+    assert_eq!(attempts.counts(), (4, 2));
+}

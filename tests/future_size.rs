@@ -14,7 +14,7 @@ use std::hint::black_box;
 use std::mem::{size_of, size_of_val};
 use std::time::Duration;
 
-use persevere::__private::{Policy, Run};
+use persevere::__private::{AsyncRun, Policy};
 use persevere::{Class, Classify, RetryState, idempotent, retry};
 
 /// The most `#[retry]` may add to a function's future, besides the deadline's timer.
@@ -89,12 +89,10 @@ fn check(name: &str, plain: usize, retried: usize, bound: usize) -> Result<(), S
 
 /// What the generated code keeps across an `.await`: printed to explain a failure.
 fn print_pieces() {
-    static POLICY: Policy = Policy::new();
-    let run = Run::lazy(&POLICY);
     println!("pieces:");
     println!(
-        "  Run (the call's core)             {:>4} B",
-        size_of_val(&run)
+        "  Run (the call's core and timer)   {:>4} B",
+        size_of::<AsyncRun<'static, Result<u64, Failure>>>()
     );
     println!(
         "  RetryState                        {:>4} B",

@@ -29,6 +29,12 @@ shard="${1:-0/1}"
 shift || true
 [[ "${1:-}" == "--" ]] && shift
 
+# lld, where it is installed (Debian's `lld`), links the test binaries of each mutant in
+# a fraction of the time of the default linker; the results are the same.
+if command -v ld.lld >/dev/null; then
+  export RUSTFLAGS="${RUSTFLAGS:-} -C link-arg=-fuse-ld=lld"
+fi
+
 out=target/mutants
 mkdir -p "$out"
 cargo mutants --package persevere-runtime \

@@ -222,14 +222,14 @@ fn classifier(args: &Args, output: &Type, private: &TokenStream) -> TokenStream 
 //     async fn fill(buffer: &mut Vec<u8>) -> Result<usize, ApiError> {
 //         static SITE: Site = ...;
 //         let handling: Handling<Result<usize, ApiError>, _, _, _, _> = Handling::new(...);
-//         let mut run = Run::lazy(&SITE.policy);
+//         let mut run = pin!(Run::lazy(&SITE.policy));
 //         loop {
 //             let buffer = &mut *buffer;
 //             let attempt = async {
 //                 if false { let fake: Result<usize, ApiError> = loop {}; return fake; }
 //                 body
 //             };
-//             if let Some(outcome) = step(&mut run, attempt, &handling).await {
+//             if let Some(outcome) = step(run.as_mut(), attempt, &handling).await {
 //                 return outcome;
 //             }
 //         }
@@ -405,7 +405,11 @@ fn generate(
     };
     let step = {
         let function = locate(step, output.span());
-        let run = locate(quote!(&mut #run,), output.span());
+        let run = if is_async {
+            locate(quote!(#run.as_mut(),), output.span())
+        } else {
+            locate(quote!(&mut #run,), output.span())
+        };
         let handling = locate(quote!(, &#handling_var), output.span());
         let mut arguments = Group::new(Delimiter::Parenthesis, quote!(#run #attempt #handling));
         arguments.set_span(Span::call_site().located_at(output.span()));
@@ -417,7 +421,8 @@ fn generate(
         quote!(#function #arguments #await_)
     };
     let begin = if is_async {
-        quote!(#private::Run::lazy(&#site.policy))
+        // Pinned: the call's timer is a tokio `Sleep`.
+        quote!(::core::pin::pin!(#private::Run::lazy(&#site.policy)))
     } else {
         quote!(#private::Run::blocking(&#site.policy))
     };

@@ -1,18 +1,15 @@
 //! The future of a hedged function (`#[retry(hedge = ...)]`): the one driver (`drive`)
-//! running attempts that are each a group of [`Copies`] (`hedge.rs`), beside the call's
-//! timer. What is particular to hedging (when a copy is sent, what it costs, how its
+//! running attempts that are each a group of [`Copies`] (`hedge.rs`). What is particular to hedging (when a copy is sent, what it costs, how its
 //! outcome counts) is in `hedge.rs`; this is how the driver reaches it.
 
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use crate::clock::TokioClock;
 use crate::handling::{Handle, Handling, OnOpen, OnTimeout, OnWait, Outcome, ShowError};
 use crate::hedge::{Copies, Hedge};
-use crate::limit::Timer;
 use crate::policy::Policy;
-use crate::run::{Attempts, Parts, Run, drive};
+use crate::run::{AsyncRun, Attempts, Parts, Run, drive};
 
 pin_project_lite::pin_project! {
     /// An async retried call whose slow attempts are hedged: as [`crate::run::Retrying`],
@@ -21,8 +18,7 @@ pin_project_lite::pin_project! {
         #[pin]
         copies: Copies<'p, M, G, E>,
         #[pin]
-        timer: Timer<G::Output>,
-        run: Run<'p, TokioClock>,
+        run: AsyncRun<'p, G::Output>,
         handling: H,
         // Whether the call has returned its outcome, and whether a poll is under way (a
         // poll that panicked leaves it set): a call dropped before it returned, by its
@@ -50,7 +46,6 @@ where
         let this = self.project();
         Parts {
             attempt: Some(this.copies),
-            timer: this.timer,
             run: this.run,
             handling: this.handling,
             caller_makes_next: false,
@@ -107,7 +102,6 @@ where
     let first = make();
     Hedging {
         copies: Copies::new(first, make, hedge, policy, handling.classifier()),
-        timer: Timer::new(),
         run: Run::lazy(policy),
         handling,
         returned: false,

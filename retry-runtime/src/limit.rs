@@ -30,11 +30,17 @@ const PHASE: u64 = 3 << 62;
 
 pin_project_lite::pin_project! {
     /// The timer of one async call, and the failure kept through a wait.
-    pub(crate) struct Timer<R> {
+    pub struct Timer<R> {
         #[pin]
         sleep: Option<Sleep>,
         state: u64,
         outcome: Option<R>,
+    }
+}
+
+impl<R> Default for Timer<R> {
+    fn default() -> Self {
+        Self::new()
     }
 }
 

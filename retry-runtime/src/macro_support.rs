@@ -20,7 +20,7 @@ pub use crate::hedging::hedging;
 pub use crate::hook::BeforeWait;
 pub use crate::key::IdempotencyKey;
 pub use crate::policy::{Jitter, Layers, Policy};
-pub use crate::run::{Run, retrying};
+pub use crate::run::{AsyncRun, Run, retrying};
 pub use crate::stats::RetryStats;
 pub use crate::step::{step, step_blocking};
 pub use crate::timeout::AttemptTimedOut;

@@ -9,10 +9,9 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use crate::call::Decision;
-use crate::clock::{SystemClock, TokioClock};
+use crate::clock::SystemClock;
 use crate::handling::{Handle, Handling, OnOpen, OnTimeout, OnWait, Outcome, ShowError};
-use crate::limit::Timer;
-use crate::run::{Attempts, Parts, Run, drive};
+use crate::run::{AsyncRun, Attempts, Parts, Run, drive};
 
 pin_project_lite::pin_project! {
     /// One attempt of an async call, and the wait after it if it fails: what a function
@@ -20,9 +19,7 @@ pin_project_lite::pin_project! {
     pub struct Step<'r, 'p, G: Future, H> {
         #[pin]
         attempt: Option<G>,
-        #[pin]
-        timer: Timer<G::Output>,
-        run: &'r mut Run<'p, TokioClock>,
+        run: Pin<&'r mut AsyncRun<'p, G::Output>>,
         handling: &'r H,
     }
 }
@@ -40,8 +37,7 @@ where
                 Some(attempt) => Some(attempt),
                 None => None,
             },
-            timer: this.timer,
-            run: this.run,
+            run: this.run.as_mut(),
             handling: *this.handling,
             caller_makes_next: true,
         }
@@ -69,7 +65,7 @@ where
 /// and the wait after it: the outcome to return, or `None` to make the next attempt.
 #[inline]
 pub fn step<'r, 'p, R, G, S, O, T, W>(
-    run: &'r mut Run<'p, TokioClock>,
+    run: Pin<&'r mut AsyncRun<'p, R>>,
     attempt: G,
     handling: &'r Handling<R::Err, S, O, T, W>,
 ) -> impl Future<Output = Option<R>>
@@ -83,7 +79,6 @@ where
 {
     Step {
         attempt: Some(attempt),
-        timer: Timer::new(),
         run,
         handling,
     }
@@ -94,7 +89,7 @@ where
 /// attempt. A blocking attempt cannot be cancelled: it has no time limit.
 #[cfg_attr(not(debug_assertions), inline(always))]
 pub fn step_blocking<R, S, O, T, W>(
-    run: &mut Run<'_, SystemClock>,
+    run: &mut Run<'_, SystemClock, ()>,
     attempt: impl FnOnce() -> R,
     handling: &Handling<R::Err, S, O, T, W>,
 ) -> Option<R>
@@ -105,22 +100,20 @@ where
     T: OnTimeout<R>,
     W: OnWait<R::Err>,
 {
+    let mut run = Pin::new(run);
     // A blocking call's clock starts with it: its attempts never yield, so there is no
     // later moment that would still count their time.
-    let call = match &mut run.call {
-        Some(call) => call,
-        None => {
-            if let Err(open) = run.begin() {
-                return Some(handling.circuit_open(open));
-            }
-            run.call.as_mut().expect("begun")
+    if run.call().is_none() {
+        if let Err(open) = run.as_mut().begin() {
+            return Some(handling.circuit_open(open));
         }
-    };
+    }
+    let call = run.call().expect("begun");
     let scope = call.enter(call.frame());
     let outcome = attempt();
     let frame = scope.leave();
     let failure = outcome.failure().map(|error| (error, false));
-    match run.after_attempt(&frame, failure, handling) {
+    match run.as_mut().after_attempt(&frame, failure, handling) {
         Decision::Return => Some(outcome),
         Decision::Wait(wait) => {
             if !wait.is_zero() {
