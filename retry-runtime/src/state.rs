@@ -47,7 +47,7 @@ pub enum Step {
 pub struct RetryState<'p> {
     policy: &'p Policy,
     /// When the call's clock started: `None` for a call that has not needed it yet (see
-    /// [`crate::Retry::start_lazily`]).
+    /// `RetryState::unstarted`).
     started: Option<CompactInstant>,
     /// The deadline, in nanoseconds after `started`; `u64::MAX` for none (585 years).
     deadline: u64,
@@ -291,6 +291,16 @@ mod tests {
 
     fn ms(n: u64) -> Duration {
         Duration::from_millis(n)
+    }
+
+    // A state printed for debugging shows when the call started as the instant it is,
+    // though it keeps it in a compact form.
+    #[test]
+    fn its_debug_output_shows_when_it_started() {
+        let p = Policy::new();
+        let now = Instant::now();
+        let shown = format!("{:?}", RetryState::new(&p, now));
+        assert!(shown.contains(&format!("started: Some({now:?})")), "{shown}");
     }
 
     #[test]
