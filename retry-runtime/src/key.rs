@@ -159,4 +159,14 @@ mod tests {
                 .is_ok()
         );
     }
+
+    // The error says what a key must look like, for the message a caller passes on.
+    #[test]
+    fn the_parse_error_says_what_a_key_is() {
+        let error = "not-a-key".parse::<IdempotencyKey>().unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "an idempotency key is a version-4 UUID: 8-4-4-4-12 hexadecimal digits"
+        );
+    }
 }
