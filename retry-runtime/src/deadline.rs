@@ -149,4 +149,16 @@ mod tests {
             assert_eq!(parse_grpc_timeout(text), Some(duration), "{text}");
         }
     }
+
+    // A deadline farther than a layer can hold (about 18 years from the process's start)
+    // is held as the farthest it can: far away, never in the past.
+    #[tokio::test]
+    async fn a_deadline_decades_away_is_held_as_the_farthest_one() {
+        const YEAR: u64 = 365 * 24 * 3600;
+        let left = scope(Duration::from_secs(30 * YEAR), async { remaining() })
+            .await
+            .expect("a deadline");
+        assert!(left > Duration::from_secs(18 * YEAR), "{left:?}");
+        assert!(left < Duration::from_secs(19 * YEAR), "{left:?}");
+    }
 }
