@@ -161,4 +161,24 @@ mod tests {
         assert!(left > Duration::from_secs(18 * YEAR), "{left:?}");
         assert!(left < Duration::from_secs(19 * YEAR), "{left:?}");
     }
+
+    // A policy's deadline is what a call's body sees: none for a policy without one, or
+    // with one beyond what a layer can count before its clock starts (2^60 ns, about 36
+    // years); the farthest a layer holds (about 18 years) for one just within it.
+    #[tokio::test]
+    async fn a_call_tells_its_body_whether_it_has_a_deadline() {
+        use crate::policy::Policy;
+        use crate::retry_fn::retry_fn;
+        const YEAR: u64 = 365 * 24 * 3600;
+        static NONE: Policy = Policy::new().with_deadline(Duration::MAX);
+        static CENTURY: Policy = Policy::new().with_deadline(Duration::from_secs(100 * YEAR));
+        static WITHIN: Policy = Policy::new().with_deadline(Duration::from_nanos(u64::MAX >> 4));
+        let seen = |policy: &'static Policy| {
+            retry_fn(policy, || async { Ok::<_, std::io::Error>(remaining()) })
+        };
+        assert_eq!(seen(&NONE).await.unwrap(), None);
+        assert_eq!(seen(&CENTURY).await.unwrap(), None);
+        let left = seen(&WITHIN).await.unwrap().expect("a deadline");
+        assert!(left > Duration::from_secs(18 * YEAR), "{left:?}");
+    }
 }
