@@ -178,6 +178,12 @@ mod tests {
         };
         assert_eq!(seen(&NONE).await.unwrap(), None);
         assert_eq!(seen(&CENTURY).await.unwrap(), None);
+        // Still none once the attempt has waited on something, which starts its clock.
+        let after_a_wait = retry_fn(&NONE, || async {
+            tokio::task::yield_now().await;
+            Ok::<_, std::io::Error>(remaining())
+        });
+        assert_eq!(after_a_wait.await.unwrap(), None);
         let left = seen(&WITHIN).await.unwrap().expect("a deadline");
         assert!(left > Duration::from_secs(18 * YEAR), "{left:?}");
     }
