@@ -268,3 +268,34 @@ async fn the_call_that_trips_the_breaker_returns_its_error_and_the_counts_agree(
         "{table}"
     );
 }
+
+// An open breaker refuses a call before its body runs, also inside an enclosing deadline
+// (where the call starts its clock at its first poll for another reason too).
+// Can fail: the two reasons to begin at the first poll cancelled out, and the body ran.
+static INSIDE_BREAKER: CircuitBreaker = CircuitBreaker::new().with_consecutive_failures(1);
+static INSIDE_CALLS: AtomicU32 = AtomicU32::new(0);
+
+#[retry(attempts = 1, breaker = INSIDE_BREAKER, budget = UNLIMITED)]
+#[idempotent]
+async fn inside_a_scope() -> io::Result<()> {
+    INSIDE_CALLS.fetch_add(1, Ordering::SeqCst);
+    Err(io::ErrorKind::ConnectionReset.into())
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_open_breaker_refuses_a_call_inside_a_deadline_before_its_body_runs() {
+    let scoped = || persevere::deadline::scope(Duration::from_secs(5), inside_a_scope());
+    assert_eq!(
+        scoped().await.unwrap_err().kind(),
+        io::ErrorKind::ConnectionReset
+    );
+    assert_eq!(INSIDE_BREAKER.state(now()), BreakerState::Open);
+    let refused = scoped().await.unwrap_err();
+    assert!(
+        refused
+            .get_ref()
+            .is_some_and(|inner| inner.is::<CircuitOpen>()),
+        "{refused:?}"
+    );
+    assert_eq!(INSIDE_CALLS.load(Ordering::SeqCst), 1);
+}

@@ -527,6 +527,9 @@ fn a_call_a_panic_unwinds_through_is_not_abandoned() {
     assert_eq!(PANICS_IN_A_RETRY.load(Ordering::SeqCst), 2);
     let s = persevere::stats::get("panics_in_a_retry").expect("called");
     assert_eq!(s.abandoned, 0, "{s:?}");
+    // The panic left the thread outside any layer, as it found it: the code that caught
+    // it sees no deadline of the call it unwound.
+    assert_eq!(persevere::deadline::remaining(), None);
 }
 
 // An async call whose attempt panics, the panic caught around the call's future (as a

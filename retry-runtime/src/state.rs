@@ -300,7 +300,10 @@ mod tests {
         let p = Policy::new();
         let now = Instant::now();
         let shown = format!("{:?}", RetryState::new(&p, now));
-        assert!(shown.contains(&format!("started: Some({now:?})")), "{shown}");
+        assert!(
+            shown.contains(&format!("started: Some({now:?})")),
+            "{shown}"
+        );
     }
 
     #[test]
