@@ -17,10 +17,18 @@
 # target/mutants/ (`outcomes.json`, and `missed.txt`, `caught.txt`, `unviable.txt`); the
 # counts are printed at the end. Builds use the profile `mutants` (the workspace's
 # `Cargo.toml`: dev without debug info, which links in about half the time). A mutant's
-# tests get at least 300 s: a mutant that no other test catches reaches the doc tests,
-# which are compiled again against it, and on 2 busy cores that took more than 60 s, so
-# a missed mutant was reported as timed out (and counted as caught). Needs
-# `cargo install cargo-mutants`.
+# tests get at least 120 s: a mutant that no other test catches reaches the doc tests,
+# which are compiled again against it (31 s at most on 2 busy cores, linking with lld;
+# more than 60 s with the default linker, when a miss was reported as a timeout and
+# counted as caught), while a mutant that makes a test hang costs the whole limit.
+#
+# A run in pieces: `$out/outcomes.txt` lists each mutant tested, after its outcome
+# (`caught`, `missed`, `timeout`, `unviable`). Kept (in `tools/mutants/`, say), it lets a
+# later run on the same code skip what it holds and count it with its own:
+#
+#   RESUME=tools/mutants/outcomes.txt bash tools/mutants.sh
+#
+# Needs `cargo install cargo-mutants`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 command -v cargo-mutants >/dev/null || { echo "cargo-mutants is not installed: cargo install cargo-mutants --locked" >&2; exit 1; }
@@ -36,14 +44,29 @@ if command -v ld.lld >/dev/null; then
 fi
 
 out=target/mutants
+dir="$out/mutants.out"
+resume=()
+if [[ -n "${RESUME:-}" ]]; then
+  saved="$(realpath "$RESUME")"
+  rm -rf "$dir" "$dir.old"
+  mkdir -p "$dir"
+  cut -d' ' -f2- "$saved" >"$dir/previously_caught.txt"
+  resume=(--iterate)
+fi
 mkdir -p "$out"
 cargo mutants --package persevere-runtime \
   --test-package persevere-runtime,persevere,persevere-integration,persevere-check-edition-2021,persevere-check-renamed-crate \
-  --shard "$shard" --output "$out" --timeout-multiplier 3 --minimum-test-timeout 300 --profile mutants \
-  "$@" -- -- --skip ui --exact || true
+  --shard "$shard" --output "$out" --timeout-multiplier 3 --minimum-test-timeout 120 --profile mutants \
+  "${resume[@]}" "$@" -- -- --skip ui --exact || true
 
-dir="$out/mutants.out"
-count() { [[ -f "$dir/$1.txt" ]] && wc -l <"$dir/$1.txt" || echo 0; }
+# Every outcome, this run's and a resumed run's, one mutant a line after its outcome.
+{
+  if [[ -n "${saved:-}" ]]; then cat "$saved"; fi
+  for outcome in caught missed timeout unviable; do
+    if [[ -f "$dir/$outcome.txt" ]]; then sed "s/^/$outcome /" "$dir/$outcome.txt"; fi
+  done
+} >"$out/outcomes.txt"
+count() { grep -c "^$1 " "$out/outcomes.txt" || true; }
 caught="$(count caught)" missed="$(count missed)" unviable="$(count unviable)" timeout="$(count timeout)"
 viable=$((caught + missed + timeout))
 echo
@@ -51,5 +74,5 @@ echo "shard $shard: caught $caught, missed $missed, timed out $timeout, unviable
 if ((viable > 0)); then
   awk -v c="$caught" -v t="$timeout" -v v="$viable" 'BEGIN { printf "caught (timeouts counted as caught): %.1f %% of %d viable\n", 100 * (c + t) / v, v }'
 fi
-[[ -s "$dir/missed.txt" ]] && { echo "missed:"; cat "$dir/missed.txt"; }
+grep -q "^missed " "$out/outcomes.txt" && { echo "missed:"; sed -n 's/^missed //p' "$out/outcomes.txt"; }
 exit 0
