@@ -172,12 +172,17 @@ mod tests {
         const YEAR: u64 = 365 * 24 * 3600;
         static NONE: Policy = Policy::new().with_deadline(Duration::MAX);
         static CENTURY: Policy = Policy::new().with_deadline(Duration::from_secs(100 * YEAR));
+        // 2^64 ns and one second more: beyond what the policy counts in nanoseconds, and
+        // none, not the one second left over when the count wraps.
+        static BEYOND: Policy =
+            Policy::new().with_deadline(Duration::new(18_446_744_074, 709_551_616));
         static WITHIN: Policy = Policy::new().with_deadline(Duration::from_nanos(u64::MAX >> 4));
         let seen = |policy: &'static Policy| {
             retry_fn(policy, || async { Ok::<_, std::io::Error>(remaining()) })
         };
         assert_eq!(seen(&NONE).await.unwrap(), None);
         assert_eq!(seen(&CENTURY).await.unwrap(), None);
+        assert_eq!(seen(&BEYOND).await.unwrap(), None);
         // Still none once the attempt has waited on something, which starts its clock.
         let after_a_wait = retry_fn(&NONE, || async {
             tokio::task::yield_now().await;
