@@ -306,6 +306,22 @@ mod tests {
         );
     }
 
+    // Once it has given up, a state says why; before, it says nothing.
+    #[test]
+    fn it_says_why_it_gave_up() {
+        let p = Policy::new().with_attempts(2).with_jitter(Jitter::None);
+        let now = Instant::now();
+        let mut s = RetryState::new(&p, now);
+        let mut rng = SmallRng::seed_from_u64(0);
+        assert!(matches!(
+            s.on_failure(Class::Transient, now, &mut rng),
+            Step::Retry(_)
+        ));
+        assert_eq!(s.gave_up(), None);
+        s.on_failure(Class::Transient, now, &mut rng);
+        assert_eq!(s.gave_up(), Some(GiveUp::AttemptsExhausted));
+    }
+
     #[test]
     fn permanent_gives_up_at_once() {
         let p = Policy::new();
