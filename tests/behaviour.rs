@@ -427,6 +427,14 @@ async fn retry_after_too_long_returns_at_once() {
     assert_eq!(result, Err(TestError::RetryAfter(ms(5001))));
     assert_eq!(probe.calls(), 1);
     assert_eq!(probe.elapsed(), Duration::ZERO);
+    // The statistics count it as a failed call, for that reason (no other test fails
+    // this function).
+    let s = persevere::stats::get("retry_after_at_most_5s").expect("called");
+    assert_eq!(
+        (s.failed.retry_after_too_long, s.failed.total()),
+        (1, 1),
+        "{s:?}"
+    );
 
     // 40 s times at least 0.8 is beyond the default 30 s deadline.
     let probe = Probe::new();
