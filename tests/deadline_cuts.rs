@@ -687,3 +687,39 @@ async fn the_steps_of_a_body_loop_share_one_timer_and_each_is_cut_at_its_own_lim
     assert_eq!(start.elapsed(), ms(550));
     assert_eq!(attempts.counts(), (4, 2));
 }
+
+// In a function that makes its attempts in its own body (it takes an `&mut`), an
+// attempt cut at its time limit is dropped when the wait begins, so that what it holds
+// (a connection, a lock) goes at once, not after the wait.
+// Can fail: the cut attempt was kept through the wait.
+struct Holds<'a>(&'a AtomicU32);
+
+impl Drop for Holds<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+#[retry(attempt_timeout = "100ms", base = "1s", jitter = "none", budget = UNLIMITED)]
+#[idempotent]
+async fn hangs_holding_something(released: &AtomicU32, log: &mut Vec<u32>) -> io::Result<u32> {
+    let _holds = Holds(released);
+    log.push(1);
+    std::future::pending::<()>().await;
+    Ok(1)
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_cut_attempt_of_a_body_loop_lets_go_of_what_it_holds_before_the_wait() {
+    let released = AtomicU32::new(0);
+    let mut log = Vec::new();
+    {
+        let mut call = std::pin::pin!(hangs_holding_something(&released, &mut log));
+        // At 150 ms the first attempt has been cut (at 100 ms) and the 1 s wait is under
+        // way; the call is still alive.
+        let outcome = tokio::time::timeout(Duration::from_millis(150), call.as_mut()).await;
+        assert!(outcome.is_err(), "still waiting");
+        assert_eq!(released.load(Ordering::SeqCst), 1);
+    }
+    assert_eq!(log, [1]);
+}
