@@ -978,3 +978,41 @@ async fn the_closure_is_called_once_per_attempt_when_attempts_are_cut() {
     assert_eq!(result.unwrap_err().kind(), io::ErrorKind::TimedOut);
     assert_eq!(calls, 3);
 }
+
+// A call whose failures leave it unsure whether the operation happened gives up after
+// `uncertain_attempts` of them (2 by default); the statistics count it with the calls
+// that ran out of attempts.
+#[derive(Debug)]
+struct Unsure;
+
+impl Classify for Unsure {
+    fn classify(&self) -> Class {
+        Class::Uncertain
+    }
+}
+
+impl From<AttemptTimedOut> for Unsure {
+    fn from(_: AttemptTimedOut) -> Self {
+        Unsure
+    }
+}
+
+#[retry(base = "10ms", budget = UNLIMITED)]
+#[idempotent]
+async fn always_unsure(probe: &Probe) -> Result<u32, Unsure> {
+    probe.enter();
+    Err(Unsure)
+}
+
+#[tokio::test(start_paused = true)]
+async fn uncertain_failures_end_the_call_and_count_as_attempts_exhausted() {
+    let probe = Probe::new();
+    assert!(always_unsure(&probe).await.is_err());
+    assert_eq!(probe.calls(), 2);
+    let s = persevere::stats::get("always_unsure").expect("called");
+    assert_eq!(
+        (s.failed.attempts_exhausted, s.failed.total()),
+        (1, 1),
+        "{s:?}"
+    );
+}
