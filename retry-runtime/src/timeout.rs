@@ -64,3 +64,19 @@ impl From<AttemptTimedOut> for std::io::Error {
         std::io::Error::new(std::io::ErrorKind::TimedOut, e)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // The message a caller logs says what happened and after how long, also through the
+    // `io::Error` it is turned into.
+    #[test]
+    fn it_says_after_how_long_the_attempt_was_cut() {
+        let cut = AttemptTimedOut::after(Duration::from_millis(250));
+        assert_eq!(cut.to_string(), "the attempt timed out after 250ms");
+        let io = std::io::Error::from(cut);
+        assert_eq!(io.kind(), std::io::ErrorKind::TimedOut);
+        assert_eq!(io.to_string(), "the attempt timed out after 250ms");
+    }
+}
