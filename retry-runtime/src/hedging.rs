@@ -1,6 +1,6 @@
 //! The future of a hedged function (`#[retry(hedge = ...)]`): the one driver (`drive`)
-//! running attempts that are each a group of [`Copies`] (`hedge.rs`). What is particular to hedging (when a copy is sent, what it costs, how its
-//! outcome counts) is in `hedge.rs`; this is how the driver reaches it.
+//! running attempts that are each a group of [`Copies`] (`hedge.rs`). What is particular
+//! to hedging (when a copy is sent, what it costs, how its outcome counts) is there.
 
 use std::future::Future;
 use std::pin::Pin;
