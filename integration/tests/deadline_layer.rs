@@ -3,11 +3,12 @@
 use std::convert::Infallible;
 use std::io;
 use std::sync::atomic::{AtomicU32, Ordering};
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use persevere::tower::DeadlineLayer;
 use persevere::{RetryBudget, deadline, idempotent, retry};
-use tower::{Layer, ServiceExt, service_fn};
+use tower::{Layer, Service, ServiceExt, service_fn};
 
 static UNLIMITED: RetryBudget = RetryBudget::unlimited();
 static CALLS: AtomicU32 = AtomicU32::new(0);
@@ -54,4 +55,49 @@ async fn a_request_deadline_bounds_the_retries_below_it_and_a_malformed_one_is_i
     assert_eq!(seen, None);
     // No deadline but the function's own 30 s: attempts every 50 ms for 30 s.
     assert_eq!(CALLS.swap(0, Ordering::SeqCst), 600);
+}
+
+/// A service that is ready only when `ready` says so: not yet, or failing.
+struct Busy {
+    ready: Poll<Result<(), &'static str>>,
+}
+
+impl tower::Service<http::Request<()>> for Busy {
+    type Response = ();
+    type Error = &'static str;
+    type Future = std::future::Ready<Result<(), &'static str>>;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), &'static str>> {
+        self.ready
+    }
+
+    fn call(&mut self, _: http::Request<()>) -> Self::Future {
+        std::future::ready(Ok(()))
+    }
+}
+
+// The layer passes on its service's backpressure: not ready while the service is not,
+// and the service's error when it fails. Can fail: the layer always ready.
+#[tokio::test(start_paused = true)]
+async fn the_layer_is_ready_only_when_its_service_is() {
+    let mut busy = DeadlineLayer::new().layer(Busy {
+        ready: Poll::Pending,
+    });
+    let waited = tokio::time::timeout(Duration::from_secs(1), busy.ready()).await;
+    assert!(waited.is_err(), "ready while its service is not");
+
+    let mut failing = DeadlineLayer::new().layer(Busy {
+        ready: Poll::Ready(Err("overloaded")),
+    });
+    assert_eq!(failing.ready().await.err(), Some("overloaded"));
+
+    let mut idle = DeadlineLayer::new().layer(Busy {
+        ready: Poll::Ready(Ok(())),
+    });
+    idle.ready()
+        .await
+        .unwrap()
+        .call(request(None))
+        .await
+        .unwrap();
 }

@@ -3,12 +3,12 @@
 
 use std::collections::BTreeMap;
 use std::io;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use metrics_util::debugging::{DebugValue, DebuggingRecorder};
-use persevere::{BeforeWait, RetryBudget, idempotent, retry, stats};
+use persevere::{BeforeWait, CircuitBreaker, RetryBudget, idempotent, retry, stats};
 use tracing::field::{Field, Visit};
 use tracing::{Event, Level, Subscriber};
 use tracing_subscriber::layer::{Context, SubscriberExt};
@@ -547,4 +547,99 @@ fn an_abandoned_call_is_an_event_and_a_metric() {
     assert_eq!(abandoned[0].level, Level::DEBUG);
     assert_eq!(abandoned[0].fields["attempts"], "2");
     assert_eq!(abandoned[0].spans.len(), 1, "{all_events:#?}");
+}
+
+/// One token and no income: the first call's retry is granted, the second's refused.
+static ONE_RETRY: RetryBudget = RetryBudget::new().with_ratio(0.0).with_floor(1);
+
+#[retry(attempts = 2, base = "10ms", jitter = "none", budget = ONE_RETRY)]
+#[idempotent]
+async fn over_budget() -> io::Result<()> {
+    Err(io::ErrorKind::ConnectionReset.into())
+}
+
+static TRIPS_AT_ONCE: CircuitBreaker = CircuitBreaker::new()
+    .with_consecutive_failures(1)
+    .with_open_for(Duration::from_secs(1));
+static HEALED: AtomicBool = AtomicBool::new(false);
+
+#[retry(attempts = 3, base = "10ms", jitter = "none", breaker = TRIPS_AT_ONCE, budget = UNLIMITED)]
+#[idempotent]
+async fn behind_breaker() -> io::Result<()> {
+    if HEALED.load(Ordering::SeqCst) {
+        Ok(())
+    } else {
+        Err(io::ErrorKind::ConnectionReset.into())
+    }
+}
+
+// Each refusal has its own counter, counted only for its own reason; a breaker's moves
+// are a counter by the state it moved to, and an event: WARN when it opens, INFO when it
+// closes. Can fail: a refusal counted for the other's reason (or for every give-up), a
+// move not reported.
+#[test]
+fn refusals_and_breaker_moves_are_metrics_and_events() {
+    let recorder = DebuggingRecorder::new();
+    let snapshotter = recorder.snapshotter();
+    let (outcomes, events) = metrics::with_local_recorder(&recorder, || {
+        captured(async {
+            let mut outcomes = Vec::new();
+            // Retried once, then out of attempts; then refused its retry by the budget.
+            outcomes.push(over_budget().await.unwrap_err().kind());
+            outcomes.push(over_budget().await.unwrap_err().kind());
+            // Opens the breaker; is refused by it; a second later, closes it.
+            outcomes.push(behind_breaker().await.unwrap_err().kind());
+            outcomes.push(behind_breaker().await.unwrap_err().kind());
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            HEALED.store(true, Ordering::SeqCst);
+            behind_breaker().await.unwrap();
+            outcomes
+        })
+    });
+    use io::ErrorKind::{ConnectionReset, Other};
+    // The breaker's refusal comes back as `CircuitOpen`, an `io::Error` of kind `Other`.
+    assert_eq!(
+        outcomes,
+        [ConnectionReset, ConnectionReset, ConnectionReset, Other]
+    );
+
+    let mut counters = BTreeMap::new();
+    for (key, _, _, value) in snapshotter.snapshot().into_vec() {
+        if let DebugValue::Counter(n) = value {
+            let labels: Vec<String> = key
+                .key()
+                .labels()
+                .map(|l| match l.key() {
+                    "function" => l.value().rsplit("::").next().unwrap().to_owned(),
+                    _ => format!("{}={}", l.key(), l.value()),
+                })
+                .collect();
+            counters.insert(format!("{} {}", key.key().name(), labels.join(" ")), n);
+        }
+    }
+    let count = |name: &str| counters.get(name).copied().unwrap_or(0);
+    assert_eq!(
+        count("persevere_budget_refusals_total over_budget"),
+        1,
+        "{counters:#?}"
+    );
+    assert_eq!(count("persevere_budget_refusals_total behind_breaker"), 0);
+    assert_eq!(count("persevere_breaker_refusals_total behind_breaker"), 1);
+    assert_eq!(count("persevere_breaker_refusals_total over_budget"), 0);
+    assert_eq!(
+        count("persevere_breaker_transitions_total behind_breaker to=open"),
+        1
+    );
+    assert_eq!(
+        count("persevere_breaker_transitions_total behind_breaker to=closed"),
+        1
+    );
+
+    let opened = with_message(&events, "circuit breaker opened");
+    assert_eq!(opened.len(), 1, "{events:#?}");
+    assert_eq!(opened[0].level, Level::WARN);
+    assert!(opened[0].fields["function"].ends_with("::behind_breaker"));
+    let closed = with_message(&events, "circuit breaker closed");
+    assert_eq!(closed.len(), 1, "{events:#?}");
+    assert_eq!(closed[0].level, Level::INFO);
 }

@@ -180,4 +180,36 @@ mod tests {
         count.clear();
         assert_eq!(count.sum(30), 0);
     }
+
+    // Slot numbers wrap at 2^32, which 10 does not divide: a count ten slots old lands
+    // in a slot other than the current one there, and is still out of the window.
+    // Can fail: a slot as old as the window counted.
+    #[test]
+    fn a_count_as_old_as_the_window_is_out_of_it_where_slot_numbers_wrap() {
+        let count = RollingCount::new();
+        let old = u32::MAX - 7;
+        count.increment(old);
+        assert_eq!(count.sum(old.wrapping_add(9)), 1);
+        let now = old.wrapping_add(10);
+        assert_ne!(now as usize % SLOTS, old as usize % SLOTS);
+        assert_eq!(count.sum(now), 0);
+    }
+
+    // A window whose tenth is longer than 2^64 ns (about 585 years) is held as the
+    // longest slot there is, not cut short: a day later, it is still the first slot.
+    // Can fail: the slot's length wrapped (to 1 ns here).
+    #[test]
+    fn a_window_beyond_u64_nanoseconds_keeps_its_first_slot() {
+        let tenth = u128::from(u64::MAX) + 2;
+        let nanos = tenth * SLOTS as u128;
+        let window = Duration::new(
+            (nanos / 1_000_000_000) as u64,
+            (nanos % 1_000_000_000) as u32,
+        );
+        let epochs = Epochs::new(window);
+        let start = Instant::now();
+        assert_eq!(epochs.epoch(start), 0);
+        assert_eq!(epochs.epoch(start + Duration::from_secs(86_400)), 0);
+        assert_eq!(epochs.slot_nanos, u64::MAX);
+    }
 }
