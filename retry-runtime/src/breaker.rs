@@ -60,8 +60,10 @@ pub struct CircuitBreaker {
     open_for: Duration,
     probes: u32,
     epochs: Epochs,
-    /// The state in the top two bits; below them, in `Closed` the consecutive failures,
-    /// in `HalfOpen` the probes in flight.
+    /// The state in the top two bits; below them the number of the breaker's latest
+    /// half-open spell (its cycle), so that a probe from an earlier spell is known as
+    /// stale; in the low 32 bits, in `Closed` the consecutive failures, in `HalfOpen`
+    /// the probes in flight.
     state: AtomicU64,
     /// When the breaker last opened, in nanoseconds since `epochs`' origin.
     opened_at: AtomicU64,
@@ -73,13 +75,24 @@ pub struct CircuitBreaker {
     rejected: AtomicU64,
 }
 
-/// The right to make one attempt, from [`CircuitBreaker::admit`].
+/// The right to make one attempt, from [`CircuitBreaker::admit`]: an ordinary call
+/// through a closed breaker, or one of a half-open breaker's probes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Permit {
-    /// An ordinary call through a closed breaker.
-    Closed,
-    /// One of the half-open breaker's probes.
-    Probe,
+pub struct Permit {
+    /// The half-open spell (cycle) the probe was let through in; `None` for a call
+    /// through a closed breaker.
+    probe_of: Option<u32>,
+}
+
+impl Permit {
+    /// A call through a closed breaker.
+    pub(crate) const CLOSED: Self = Self { probe_of: None };
+
+    /// Whether this is one of a half-open breaker's probes, whose result closes or
+    /// reopens the breaker.
+    pub const fn is_probe(&self) -> bool {
+        self.probe_of.is_some()
+    }
 }
 
 /// What a breaker has seen: its state and its counters.
@@ -109,14 +122,26 @@ const CLOSED: u64 = 0;
 const OPEN: u64 = 1;
 const HALF_OPEN: u64 = 2;
 const SHIFT: u32 = 62;
-const COUNT_MASK: u64 = (1 << SHIFT) - 1;
+const CYCLE_SHIFT: u32 = 32;
+const CYCLE_MASK: u64 = (1 << (SHIFT - CYCLE_SHIFT)) - 1;
+const COUNT_MASK: u64 = (1 << CYCLE_SHIFT) - 1;
 
-const fn word(state: u64, count: u64) -> u64 {
-    (state << SHIFT) | count
+const fn word(state: u64, cycle: u64, count: u64) -> u64 {
+    (state << SHIFT) | (cycle << CYCLE_SHIFT) | count
 }
 
 const fn state_of(word: u64) -> u64 {
     word >> SHIFT
+}
+
+/// The number of the latest half-open spell, which wraps after 2^30 of them.
+const fn cycle_of(word: u64) -> u64 {
+    (word >> CYCLE_SHIFT) & CYCLE_MASK
+}
+
+/// Whether the breaker whose state word is `current` is half-open in spell `cycle`.
+const fn in_spell(current: u64, cycle: u32) -> bool {
+    state_of(current) == HALF_OPEN && cycle_of(current) == cycle as u64
 }
 
 const fn count_of(word: u64) -> u64 {
@@ -134,7 +159,7 @@ impl CircuitBreaker {
             open_for: Duration::from_secs(30),
             probes: 1,
             epochs: Epochs::new(Duration::from_secs(60)),
-            state: AtomicU64::new(word(CLOSED, 0)),
+            state: AtomicU64::new(word(CLOSED, 0, 0)),
             opened_at: AtomicU64::new(0),
             calls: RollingCount::new(),
             failures: RollingCount::new(),
@@ -192,7 +217,7 @@ impl CircuitBreaker {
         loop {
             let current = self.state.load(Ordering::Acquire);
             let next = match state_of(current) {
-                CLOSED => return Ok(Permit::Closed),
+                CLOSED => return Ok(Permit::CLOSED),
                 OPEN => {
                     let since = self
                         .epochs
@@ -202,7 +227,7 @@ impl CircuitBreaker {
                     if since < self.open_for {
                         return Err(self.reject(self.open_for - since));
                     }
-                    word(HALF_OPEN, 1)
+                    word(HALF_OPEN, (cycle_of(current) + 1) & CYCLE_MASK, 1)
                 }
                 _ => {
                     if count_of(current) >= u64::from(self.probes) {
@@ -219,7 +244,9 @@ impl CircuitBreaker {
                 if state_of(current) == OPEN {
                     self.half_opened.fetch_add(1, Ordering::Relaxed);
                 }
-                return Ok(Permit::Probe);
+                return Ok(Permit {
+                    probe_of: Some(cycle_of(next) as u32),
+                });
             }
         }
     }
@@ -227,17 +254,17 @@ impl CircuitBreaker {
     /// Records the result of a permitted attempt at `now`: `healthy` unless it failed in
     /// a way that a retry could fix (see the type's documentation). Returns the new state
     /// if this result moved the breaker.
+    ///
+    /// A probe's result decides only the half-open spell it was let through in: one
+    /// that comes back after the breaker has closed, or opened and gone half-open again,
+    /// is older than what the breaker has seen since, and changes nothing.
     pub fn record(&self, permit: Permit, healthy: bool, now: Instant) -> Option<BreakerState> {
-        match permit {
-            Permit::Probe => {
-                let next = if healthy {
-                    word(CLOSED, 0)
-                } else {
-                    word(OPEN, 0)
-                };
+        match permit.probe_of {
+            Some(cycle) => {
+                let to = if healthy { CLOSED } else { OPEN };
                 self.state
                     .fetch_update(Ordering::AcqRel, Ordering::Acquire, |current| {
-                        (state_of(current) == HALF_OPEN).then_some(next)
+                        in_spell(current, cycle).then_some(word(to, cycle_of(current), 0))
                     })
                     .ok()?;
                 if healthy {
@@ -250,7 +277,7 @@ impl CircuitBreaker {
                     Some(BreakerState::Open)
                 }
             }
-            Permit::Closed => {
+            None => {
                 let epoch = self.epochs.epoch(now);
                 self.calls.increment(epoch);
                 if healthy {
@@ -258,7 +285,7 @@ impl CircuitBreaker {
                         self.state
                             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |current| {
                                 (state_of(current) == CLOSED && count_of(current) != 0)
-                                    .then_some(word(CLOSED, 0))
+                                    .then_some(word(CLOSED, cycle_of(current), 0))
                             });
                     return None;
                 }
@@ -266,7 +293,10 @@ impl CircuitBreaker {
                 let previous = self
                     .state
                     .fetch_update(Ordering::AcqRel, Ordering::Acquire, |current| {
-                        (state_of(current) == CLOSED).then_some(current + 1)
+                        // Counted up to the low bits' top (a breaker without the rule
+                        // of consecutive failures counts them without end).
+                        (state_of(current) == CLOSED)
+                            .then_some(current + u64::from(count_of(current) < COUNT_MASK))
                     })
                     .ok()?;
                 let in_a_row = count_of(previous) + 1;
@@ -279,13 +309,14 @@ impl CircuitBreaker {
     }
 
     /// Returns a permit whose attempt never finished (it was cancelled), so that a
-    /// cancelled probe does not hold the half-open breaker's place forever.
+    /// cancelled probe does not hold the half-open breaker's place forever. A probe of
+    /// an earlier half-open spell holds no place in the current one, and changes nothing.
     pub fn abandon(&self, permit: Permit) {
-        if permit == Permit::Probe {
+        if let Some(cycle) = permit.probe_of {
             let _ = self
                 .state
                 .fetch_update(Ordering::AcqRel, Ordering::Acquire, |current| {
-                    (state_of(current) == HALF_OPEN && count_of(current) > 0).then_some(current - 1)
+                    (in_spell(current, cycle) && count_of(current) > 0).then_some(current - 1)
                 });
         }
     }
@@ -339,7 +370,7 @@ impl CircuitBreaker {
         let tripped = self
             .state
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |current| {
-                (state_of(current) == CLOSED).then_some(word(OPEN, 0))
+                (state_of(current) == CLOSED).then_some(word(OPEN, cycle_of(current), 0))
             })
             .is_ok();
         if tripped {
@@ -426,24 +457,25 @@ mod tests {
             .with_open_for(ms(1000));
         let t = Instant::now();
         for _ in 0..2 {
-            assert_eq!(b.admit(t), Ok(Permit::Closed));
-            b.record(Permit::Closed, false, t);
+            assert_eq!(b.admit(t), Ok(Permit::CLOSED));
+            b.record(Permit::CLOSED, false, t);
         }
         // A success resets the run.
-        b.record(Permit::Closed, true, t);
+        b.record(Permit::CLOSED, true, t);
         for _ in 0..2 {
-            b.record(Permit::Closed, false, t);
+            b.record(Permit::CLOSED, false, t);
         }
         assert_eq!(b.state(t), BreakerState::Closed);
-        b.record(Permit::Closed, false, t);
+        b.record(Permit::CLOSED, false, t);
         assert_eq!(b.state(t), BreakerState::Open);
         assert_eq!(b.admit(t + ms(400)).unwrap_err().retry_in(), ms(600));
         // After the open time: one probe.
         let later = t + ms(1000);
         assert_eq!(b.state(later), BreakerState::HalfOpen);
-        assert_eq!(b.admit(later), Ok(Permit::Probe));
+        let probe = b.admit(later).unwrap();
+        assert!(probe.is_probe());
         assert!(b.admit(later).is_err());
-        b.record(Permit::Probe, true, later);
+        b.record(probe, true, later);
         assert_eq!(b.state(later), BreakerState::Closed);
         let snap = b.snapshot(later);
         assert_eq!(
@@ -458,10 +490,11 @@ mod tests {
             .with_consecutive_failures(1)
             .with_open_for(ms(100));
         let t = Instant::now();
-        b.record(Permit::Closed, false, t);
+        b.record(Permit::CLOSED, false, t);
         let t1 = t + ms(100);
-        assert_eq!(b.admit(t1), Ok(Permit::Probe));
-        b.record(Permit::Probe, false, t1);
+        let probe = b.admit(t1).unwrap();
+        assert!(probe.is_probe());
+        b.record(probe, false, t1);
         assert_eq!(b.state(t1 + ms(99)), BreakerState::Open);
         assert_eq!(b.state(t1 + ms(100)), BreakerState::HalfOpen);
     }
@@ -472,12 +505,12 @@ mod tests {
             .with_consecutive_failures(1)
             .with_open_for(ms(10));
         let t = Instant::now();
-        b.record(Permit::Closed, false, t);
+        b.record(Permit::CLOSED, false, t);
         let t1 = t + ms(10);
         let permit = b.admit(t1).unwrap();
         assert!(b.admit(t1).is_err());
         b.abandon(permit);
-        assert_eq!(b.admit(t1), Ok(Permit::Probe));
+        assert!(b.admit(t1).unwrap().is_probe());
     }
 
     #[test]
@@ -487,11 +520,11 @@ mod tests {
             .with_failure_rate(0.5, 10, Duration::from_secs(10));
         let t = Instant::now();
         for i in 0..9 {
-            b.record(Permit::Closed, i % 2 == 0, t);
+            b.record(Permit::CLOSED, i % 2 == 0, t);
         }
         // 9 calls, 4 failed: below the minimum.
         assert_eq!(b.state(t), BreakerState::Closed);
-        b.record(Permit::Closed, false, t);
+        b.record(Permit::CLOSED, false, t);
         // 10 calls, 5 failed: 50 %.
         assert_eq!(b.state(t), BreakerState::Open);
     }
@@ -518,7 +551,7 @@ mod tests {
         assert_eq!(breaker.state(t0), BreakerState::Open);
         let t1 = t0 + ms(10_000);
         let probe = breaker.admit(t1).unwrap();
-        assert_eq!(probe, Permit::Probe);
+        assert!(probe.is_probe());
         assert_eq!(breaker.record(stale_too, true, t1), None);
         assert_eq!(breaker.state(t1), BreakerState::HalfOpen);
         assert!(breaker.admit(t1).is_err(), "the one probe is still out");
@@ -536,12 +569,12 @@ mod tests {
             .with_probes(2);
         let t = Instant::now();
         for _ in 0..3 {
-            b.record(Permit::Closed, false, t);
+            b.record(Permit::CLOSED, false, t);
         }
         let t1 = t + ms(100);
         let first = b.admit(t1).unwrap();
         let second = b.admit(t1).unwrap();
-        assert_eq!((first, second), (Permit::Probe, Permit::Probe));
+        assert!(first.is_probe() && second.is_probe());
         assert_eq!(b.record(first, true, t1), Some(BreakerState::Closed));
         // Closed again: two failures in a row, then the second probe is given back.
         for _ in 0..2 {
@@ -567,7 +600,7 @@ mod tests {
             .with_open_for(ms(100))
             .with_probes(2);
         let t = Instant::now();
-        b.record(Permit::Closed, false, t);
+        b.record(Permit::CLOSED, false, t);
         let t1 = t + ms(100);
         let (first, stale) = (b.admit(t1).unwrap(), b.admit(t1).unwrap());
         assert_eq!(b.record(first, true, t1), Some(BreakerState::Closed));
@@ -580,6 +613,54 @@ mod tests {
         assert!(b.admit(t2).is_ok());
         assert!(b.admit(t2).is_err());
         assert_eq!(b.snapshot(t2).half_opened, 2);
+    }
+
+    // A probe from an earlier half-open spell, still out when the breaker has closed,
+    // opened and gone half-open again, decides nothing: its success does not close the
+    // breaker, its failure does not reopen it, and given back it frees no place of the
+    // new spell's probes. Can fail: a probe told apart only by the state (the stale
+    // success closed the breaker while the new probe was out).
+    #[test]
+    fn a_probe_from_an_earlier_half_open_spell_decides_nothing() {
+        let b = CircuitBreaker::new()
+            .with_consecutive_failures(1)
+            .with_open_for(ms(100))
+            .with_probes(2);
+        let t = Instant::now();
+        b.record(Permit::CLOSED, false, t);
+        let t1 = t + ms(100);
+        let (first, stale) = (b.admit(t1).unwrap(), b.admit(t1).unwrap());
+        assert_eq!(b.record(first, true, t1), Some(BreakerState::Closed));
+        // Open again, then half-open at 200 ms, with both its probes out.
+        b.record(b.admit(t1).unwrap(), false, t1);
+        let t2 = t1 + ms(100);
+        let (probe, other) = (b.admit(t2).unwrap(), b.admit(t2).unwrap());
+        assert_eq!(b.record(stale, true, t2), None);
+        assert_eq!(b.record(stale, false, t2), None);
+        b.abandon(stale);
+        assert_eq!(b.state(t2), BreakerState::HalfOpen);
+        assert!(b.admit(t2).is_err(), "both places are still taken");
+        // The spell's own probes still decide it.
+        b.abandon(other);
+        assert_eq!(b.record(probe, false, t2), Some(BreakerState::Open));
+        assert_eq!(b.snapshot(t2).half_opened, 2);
+    }
+
+    // A breaker counts consecutive failures without end when that rule is off: the
+    // count stops at the top of its bits and does not spill into the spell's number,
+    // so a later probe's result still counts. Can fail: an unbounded count.
+    #[test]
+    fn consecutive_failures_saturate_below_the_spell_number() {
+        let b = CircuitBreaker::new().with_consecutive_failures(0);
+        b.state
+            .store(word(CLOSED, 5, COUNT_MASK), Ordering::Release);
+        let t = Instant::now();
+        assert_eq!(b.record(Permit::CLOSED, false, t), None);
+        let current = b.state.load(Ordering::Acquire);
+        assert_eq!(
+            (state_of(current), cycle_of(current), count_of(current)),
+            (CLOSED, 5, COUNT_MASK)
+        );
     }
 
     // What an open breaker's refusal says.

@@ -406,7 +406,7 @@ fn failure_ends(policy: &Policy, class: Class, others: usize) -> bool {
     }
     if let Some(breaker) = policy.breaker() {
         let now = TokioClock::now();
-        if let Some(moved) = breaker.record(Permit::Closed, false, now) {
+        if let Some(moved) = breaker.record(Permit::CLOSED, false, now) {
             telemetry::breaker_moved(policy, moved);
         }
     }
