@@ -1,6 +1,7 @@
 //! The circuit breaker: during a long outage, stop calling the dependency at all.
 
 use std::fmt;
+use std::num::NonZeroU8;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
@@ -79,19 +80,37 @@ pub struct CircuitBreaker {
 /// through a closed breaker, or one of a half-open breaker's probes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Permit {
-    /// The half-open spell (cycle) the probe was let through in; `None` for a call
-    /// through a closed breaker.
-    probe_of: Option<u32>,
+    /// 1 for a call through a closed breaker; for a probe, 2 more than the number of
+    /// the half-open spell it was let through in. A byte, so that a call's state holds
+    /// its permit in its padding.
+    of: NonZeroU8,
 }
 
 impl Permit {
     /// A call through a closed breaker.
-    pub(crate) const CLOSED: Self = Self { probe_of: None };
+    pub(crate) const CLOSED: Self = Self { of: NonZeroU8::MIN };
+
+    /// A probe of half-open spell `spell` (below [`SPELLS`]).
+    const fn probe(spell: u64) -> Self {
+        match NonZeroU8::new(spell as u8 + 2) {
+            Some(of) => Self { of },
+            None => Self::CLOSED,
+        }
+    }
+
+    /// The half-open spell the probe was let through in; `None` for a call through a
+    /// closed breaker.
+    const fn spell(self) -> Option<u64> {
+        match self.of.get() {
+            1 => None,
+            of => Some(of as u64 - 2),
+        }
+    }
 
     /// Whether this is one of a half-open breaker's probes, whose result closes or
     /// reopens the breaker.
     pub const fn is_probe(&self) -> bool {
-        self.probe_of.is_some()
+        self.spell().is_some()
     }
 }
 
@@ -123,8 +142,11 @@ const OPEN: u64 = 1;
 const HALF_OPEN: u64 = 2;
 const SHIFT: u32 = 62;
 const CYCLE_SHIFT: u32 = 32;
-const CYCLE_MASK: u64 = (1 << (SHIFT - CYCLE_SHIFT)) - 1;
 const COUNT_MASK: u64 = (1 << CYCLE_SHIFT) - 1;
+/// Half-open spells are numbered modulo this, so that a probe's number fits in a byte
+/// beside the closed breaker's permit: a probe could be taken for one of a later spell
+/// only if it stayed out for 254 spells, each at least the breaker's open time.
+const SPELLS: u64 = 254;
 
 const fn word(state: u64, cycle: u64, count: u64) -> u64 {
     (state << SHIFT) | (cycle << CYCLE_SHIFT) | count
@@ -134,14 +156,14 @@ const fn state_of(word: u64) -> u64 {
     word >> SHIFT
 }
 
-/// The number of the latest half-open spell, which wraps after 2^30 of them.
+/// The number of the latest half-open spell, below [`SPELLS`].
 const fn cycle_of(word: u64) -> u64 {
-    (word >> CYCLE_SHIFT) & CYCLE_MASK
+    (word >> CYCLE_SHIFT) & ((1 << (SHIFT - CYCLE_SHIFT)) - 1)
 }
 
 /// Whether the breaker whose state word is `current` is half-open in spell `cycle`.
-const fn in_spell(current: u64, cycle: u32) -> bool {
-    state_of(current) == HALF_OPEN && cycle_of(current) == cycle as u64
+const fn in_spell(current: u64, cycle: u64) -> bool {
+    state_of(current) == HALF_OPEN && cycle_of(current) == cycle
 }
 
 const fn count_of(word: u64) -> u64 {
@@ -227,7 +249,7 @@ impl CircuitBreaker {
                     if since < self.open_for {
                         return Err(self.reject(self.open_for - since));
                     }
-                    word(HALF_OPEN, (cycle_of(current) + 1) & CYCLE_MASK, 1)
+                    word(HALF_OPEN, (cycle_of(current) + 1) % SPELLS, 1)
                 }
                 _ => {
                     if count_of(current) >= u64::from(self.probes) {
@@ -244,9 +266,7 @@ impl CircuitBreaker {
                 if state_of(current) == OPEN {
                     self.half_opened.fetch_add(1, Ordering::Relaxed);
                 }
-                return Ok(Permit {
-                    probe_of: Some(cycle_of(next) as u32),
-                });
+                return Ok(Permit::probe(cycle_of(next)));
             }
         }
     }
@@ -259,7 +279,7 @@ impl CircuitBreaker {
     /// that comes back after the breaker has closed, or opened and gone half-open again,
     /// is older than what the breaker has seen since, and changes nothing.
     pub fn record(&self, permit: Permit, healthy: bool, now: Instant) -> Option<BreakerState> {
-        match permit.probe_of {
+        match permit.spell() {
             Some(cycle) => {
                 let to = if healthy { CLOSED } else { OPEN };
                 self.state
@@ -312,7 +332,7 @@ impl CircuitBreaker {
     /// cancelled probe does not hold the half-open breaker's place forever. A probe of
     /// an earlier half-open spell holds no place in the current one, and changes nothing.
     pub fn abandon(&self, permit: Permit) {
-        if let Some(cycle) = permit.probe_of {
+        if let Some(cycle) = permit.spell() {
             let _ = self
                 .state
                 .fetch_update(Ordering::AcqRel, Ordering::Acquire, |current| {
@@ -644,6 +664,28 @@ mod tests {
         b.abandon(other);
         assert_eq!(b.record(probe, false, t2), Some(BreakerState::Open));
         assert_eq!(b.snapshot(t2).half_opened, 2);
+    }
+
+    // Spell numbers wrap (a probe's fits in a byte): past the wrap, each spell's probe is
+    // still a probe, and still decides its own spell. Can fail: a spell number that
+    // overflowed the probe's byte (read as a closed breaker's permit).
+    #[test]
+    fn probes_decide_their_spell_past_the_wrap_of_spell_numbers() {
+        let b = CircuitBreaker::new()
+            .with_consecutive_failures(1)
+            .with_open_for(ms(1));
+        let mut t = Instant::now();
+        b.record(Permit::CLOSED, false, t);
+        for _ in 0..SPELLS + 2 {
+            t += ms(1);
+            let probe = b.admit(t).unwrap();
+            assert!(probe.is_probe());
+            assert_eq!(b.record(probe, false, t), Some(BreakerState::Open));
+        }
+        t += ms(1);
+        let probe = b.admit(t).unwrap();
+        assert_eq!(b.record(probe, true, t), Some(BreakerState::Closed));
+        assert_eq!(b.snapshot(t).half_opened, SPELLS + 3);
     }
 
     // A breaker counts consecutive failures without end when that rule is off: the

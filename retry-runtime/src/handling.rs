@@ -123,26 +123,21 @@ impl<R> OnOpen<R> for Unused {
 
 /// Makes the outcome of an attempt cut by its time limit.
 pub trait OnTimeout<R> {
-    /// Whether an attempt is cut at its time limit: not for a function that cannot say
-    /// so in its error type.
-    const LIMITED: bool;
     /// The outcome of an attempt cut by `timeout`.
     fn timed_out(&self, timeout: AttemptTimedOut) -> R;
 }
 
 impl<R, F: Fn(AttemptTimedOut) -> R> OnTimeout<R> for F {
-    const LIMITED: bool = true;
-
     fn timed_out(&self, timeout: AttemptTimedOut) -> R {
         self(timeout)
     }
 }
 
+/// A blocking function's: only an async attempt is cut, and every async function has a
+/// conversion (the macro and `retry_fn` require one).
 impl<R> OnTimeout<R> for Unused {
-    const LIMITED: bool = false;
-
     fn timed_out(&self, _: AttemptTimedOut) -> R {
-        unreachable!("only a policy with an attempt timeout cuts an attempt")
+        unreachable!("only an async attempt is cut, and an async function has a conversion")
     }
 }
 
@@ -171,8 +166,6 @@ pub(crate) trait Handle<R: Outcome> {
     fn show<'e>(&self, error: &'e R::Err) -> Shown<'e>;
     /// The outcome of a call refused by the breaker.
     fn circuit_open(&self, open: CircuitOpen) -> R;
-    /// Whether an attempt is cut at its time limit.
-    fn limited(&self) -> bool;
     /// The outcome of an attempt cut by its time limit.
     fn timed_out(&self, timeout: AttemptTimedOut) -> R;
     /// Called before each wait.
@@ -241,10 +234,6 @@ where
 
     fn circuit_open(&self, open: CircuitOpen) -> R {
         self.on_open.open(open)
-    }
-
-    fn limited(&self) -> bool {
-        T::LIMITED
     }
 
     fn timed_out(&self, timeout: AttemptTimedOut) -> R {

@@ -339,7 +339,7 @@ pub(crate) fn drive<'p, R: Outcome>(
                         *run.as_mut().project().frame = frame;
                         // The attempt is cut at the deadline (or its own time limit):
                         // the timer is set when it first waits, its clock then started.
-                        if handling.limited() && run.needs_arming() {
+                        if run.needs_arming() {
                             // With a call's state, the frame's deadline is the
                             // attempt's limit (see `Call::frame`).
                             let limit = match run.call() {
