@@ -9,6 +9,10 @@ use persevere::{idempotent, retry};
 
 static CALLS: AtomicU32 = AtomicU32::new(0);
 
+/// Held by each test here: a reset in one would refill the budget the other is draining
+/// (seen: a first call of `down` that made 4 attempts).
+static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 // The default budget: a reserve of 2 retries, and a tenth of a retry per request.
 #[retry(base = "1ms", jitter = "none")]
 #[idempotent]
@@ -27,6 +31,7 @@ async fn attempts_of_one_call() -> u32 {
 // Can fail: without the reset, the drained budget leaves the call one attempt.
 #[tokio::test(start_paused = true)]
 async fn reset_refills_a_drained_budget_and_zeroes_the_statistics() {
+    let _one = ONE_AT_A_TIME.lock().await;
     // An outage drains the reserve: the first call retries twice, and soon a call is
     // refused any retry (a tenth of a token per request grants one now and then).
     assert_eq!(attempts_of_one_call().await, 3);
@@ -56,6 +61,7 @@ async fn up() -> io::Result<u32> {
 // next read.
 #[tokio::test(start_paused = true)]
 async fn reset_forgets_the_calls_a_thread_has_not_added_yet() {
+    let _one = ONE_AT_A_TIME.lock().await;
     for _ in 0..5 {
         up().await.unwrap();
     }

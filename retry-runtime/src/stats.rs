@@ -392,9 +392,11 @@ pub fn all() -> Report {
 /// For tests: a function's default budget is shared by every call in the process, so
 /// one test's outage can drain the budget of the next test that calls the same function,
 /// and its statistics add up across tests. Call it at the start of a test that counts.
-/// Tests run in parallel threads by default, and two tests calling the same function at
-/// once share its budget whatever this does: run those with `--test-threads=1`, or give
-/// the function under test a budget of its own per test (`budget = ...`).
+/// Tests run in parallel threads by default: two tests calling the same function at once
+/// share its budget whatever this does, and this refills the budgets of the functions
+/// other tests are calling at the moment too. Run those with `--test-threads=1`, hold
+/// one lock in each, or give the function under test a budget of its own per test
+/// (`budget = ...`).
 ///
 /// Only the pending first-try successes of the calling thread are dropped; other
 /// threads' are added when their batches fill.
