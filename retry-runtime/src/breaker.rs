@@ -18,7 +18,8 @@ pub enum BreakerState {
     /// Calls fail at once, without running, until the open time has passed.
     Open,
     /// A limited number of probe calls go through; the first to succeed closes the
-    /// breaker, a failed one opens it again.
+    /// breaker, a failed one opens it again (a probe let through in an earlier half-open
+    /// spell decides nothing).
     HalfOpen,
 }
 
@@ -34,7 +35,8 @@ pub enum BreakerState {
 /// - **Open**: for `open_for`, calls fail at once with [`CircuitOpen`], converted into
 ///   the function's own error type, without running the function.
 /// - **Half-open**: then up to `probes` calls go through at a time. The first probe
-///   that succeeds closes the breaker; a probe that fails opens it again.
+///   that succeeds closes the breaker; a probe that fails opens it again. A probe that
+///   comes back after its half-open spell has ended decides nothing.
 ///
 /// Failures are attempts whose error is retryable (transient, unsent, uncertain, or with
 /// a `Retry-After`) or that timed out; a permanent error such as a 404 shows the
@@ -62,9 +64,9 @@ pub struct CircuitBreaker {
     probes: u32,
     epochs: Epochs,
     /// The state in the top two bits; below them the number of the breaker's latest
-    /// half-open spell (its cycle), so that a probe from an earlier spell is known as
-    /// stale; in the low 32 bits, in `Closed` the consecutive failures, in `HalfOpen`
-    /// the probes in flight.
+    /// half-open spell, so that a probe from an earlier spell is known as stale; in the
+    /// low 32 bits, in `Closed` the consecutive failures, in `HalfOpen` the probes in
+    /// flight.
     state: AtomicU64,
     /// When the breaker last opened, in nanoseconds since `epochs`' origin.
     opened_at: AtomicU64,
@@ -77,8 +79,9 @@ pub struct CircuitBreaker {
 }
 
 /// The right to make one attempt, from [`CircuitBreaker::admit`]: an ordinary call
-/// through a closed breaker, or one of a half-open breaker's probes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// through a closed breaker, or one of a half-open breaker's probes. Give each permit
+/// back once, to [`CircuitBreaker::record`] or [`CircuitBreaker::abandon`].
+#[derive(Clone, Copy, PartialEq, Eq)]
 pub struct Permit {
     /// 1 for a call through a closed breaker; for a probe, 2 more than the number of
     /// the half-open spell it was let through in. A byte, so that a call's state holds
@@ -87,14 +90,15 @@ pub struct Permit {
 }
 
 impl Permit {
-    /// A call through a closed breaker.
-    pub(crate) const CLOSED: Self = Self { of: NonZeroU8::MIN };
+    /// A call through a closed breaker, as [`CircuitBreaker::admit`] gives while the
+    /// breaker is closed: recorded, its result counts toward opening the breaker (an
+    /// attempt that did not ask first, such as a copy of a hedged attempt).
+    pub const CLOSED: Self = Self { of: NonZeroU8::MIN };
 
-    /// A probe of half-open spell `spell` (below [`SPELLS`]).
+    /// A probe of half-open spell `spell` (taken modulo [`SPELLS`]).
     const fn probe(spell: u64) -> Self {
-        match NonZeroU8::new(spell as u8 + 2) {
-            Some(of) => Self { of },
-            None => Self::CLOSED,
+        Self {
+            of: NonZeroU8::MIN.saturating_add((spell % SPELLS) as u8 + 1),
         }
     }
 
@@ -108,9 +112,22 @@ impl Permit {
     }
 
     /// Whether this is one of a half-open breaker's probes, whose result closes or
-    /// reopens the breaker.
+    /// reopens the breaker while it is half-open in the spell the probe was let
+    /// through in.
     pub const fn is_probe(&self) -> bool {
         self.spell().is_some()
+    }
+}
+
+impl fmt::Debug for Permit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.spell() {
+            None => f.write_str("Permit::CLOSED"),
+            Some(spell) => f
+                .debug_struct("Permit")
+                .field("probe_of_spell", &spell)
+                .finish(),
+        }
     }
 }
 
@@ -141,15 +158,16 @@ const CLOSED: u64 = 0;
 const OPEN: u64 = 1;
 const HALF_OPEN: u64 = 2;
 const SHIFT: u32 = 62;
-const CYCLE_SHIFT: u32 = 32;
-const COUNT_MASK: u64 = (1 << CYCLE_SHIFT) - 1;
+const SPELL_SHIFT: u32 = 32;
+const COUNT_MASK: u64 = (1 << SPELL_SHIFT) - 1;
 /// Half-open spells are numbered modulo this, so that a probe's number fits in a byte
-/// beside the closed breaker's permit: a probe could be taken for one of a later spell
-/// only if it stayed out for 254 spells, each at least the breaker's open time.
+/// beside the closed breaker's permit: a probe still out 254 spells later (each spell
+/// lasts until a probe fails or succeeds, after an open time) is taken for one of the
+/// spell it is recorded in.
 const SPELLS: u64 = 254;
 
-const fn word(state: u64, cycle: u64, count: u64) -> u64 {
-    (state << SHIFT) | (cycle << CYCLE_SHIFT) | count
+const fn word(state: u64, spell: u64, count: u64) -> u64 {
+    (state << SHIFT) | (spell << SPELL_SHIFT) | count
 }
 
 const fn state_of(word: u64) -> u64 {
@@ -157,13 +175,13 @@ const fn state_of(word: u64) -> u64 {
 }
 
 /// The number of the latest half-open spell, below [`SPELLS`].
-const fn cycle_of(word: u64) -> u64 {
-    (word >> CYCLE_SHIFT) & ((1 << (SHIFT - CYCLE_SHIFT)) - 1)
+const fn spell_of(word: u64) -> u64 {
+    (word >> SPELL_SHIFT) & ((1 << (SHIFT - SPELL_SHIFT)) - 1)
 }
 
-/// Whether the breaker whose state word is `current` is half-open in spell `cycle`.
-const fn in_spell(current: u64, cycle: u64) -> bool {
-    state_of(current) == HALF_OPEN && cycle_of(current) == cycle
+/// Whether the breaker whose state word is `current` is half-open in spell `spell`.
+const fn in_spell(current: u64, spell: u64) -> bool {
+    state_of(current) == HALF_OPEN && spell_of(current) == spell
 }
 
 const fn count_of(word: u64) -> u64 {
@@ -249,7 +267,7 @@ impl CircuitBreaker {
                     if since < self.open_for {
                         return Err(self.reject(self.open_for - since));
                     }
-                    word(HALF_OPEN, (cycle_of(current) + 1) % SPELLS, 1)
+                    word(HALF_OPEN, (spell_of(current) + 1) % SPELLS, 1)
                 }
                 _ => {
                     if count_of(current) >= u64::from(self.probes) {
@@ -266,7 +284,7 @@ impl CircuitBreaker {
                 if state_of(current) == OPEN {
                     self.half_opened.fetch_add(1, Ordering::Relaxed);
                 }
-                return Ok(Permit::probe(cycle_of(next)));
+                return Ok(Permit::probe(spell_of(next)));
             }
         }
     }
@@ -277,14 +295,16 @@ impl CircuitBreaker {
     ///
     /// A probe's result decides only the half-open spell it was let through in: one
     /// that comes back after the breaker has closed, or opened and gone half-open again,
-    /// is older than what the breaker has seen since, and changes nothing.
+    /// is older than what the breaker has seen since, and changes nothing, not even the
+    /// failure counts of a closed breaker. (Spells are told apart modulo 254: a probe
+    /// out for 254 spells is taken for one of the spell it comes back in.)
     pub fn record(&self, permit: Permit, healthy: bool, now: Instant) -> Option<BreakerState> {
         match permit.spell() {
-            Some(cycle) => {
+            Some(spell) => {
                 let to = if healthy { CLOSED } else { OPEN };
                 self.state
                     .fetch_update(Ordering::AcqRel, Ordering::Acquire, |current| {
-                        in_spell(current, cycle).then_some(word(to, cycle_of(current), 0))
+                        in_spell(current, spell).then_some(word(to, spell_of(current), 0))
                     })
                     .ok()?;
                 if healthy {
@@ -305,7 +325,7 @@ impl CircuitBreaker {
                         self.state
                             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |current| {
                                 (state_of(current) == CLOSED && count_of(current) != 0)
-                                    .then_some(word(CLOSED, cycle_of(current), 0))
+                                    .then_some(word(CLOSED, spell_of(current), 0))
                             });
                     return None;
                 }
@@ -332,11 +352,11 @@ impl CircuitBreaker {
     /// cancelled probe does not hold the half-open breaker's place forever. A probe of
     /// an earlier half-open spell holds no place in the current one, and changes nothing.
     pub fn abandon(&self, permit: Permit) {
-        if let Some(cycle) = permit.spell() {
+        if let Some(spell) = permit.spell() {
             let _ = self
                 .state
                 .fetch_update(Ordering::AcqRel, Ordering::Acquire, |current| {
-                    (in_spell(current, cycle) && count_of(current) > 0).then_some(current - 1)
+                    (in_spell(current, spell) && count_of(current) > 0).then_some(current - 1)
                 });
         }
     }
@@ -390,7 +410,7 @@ impl CircuitBreaker {
         let tripped = self
             .state
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |current| {
-                (state_of(current) == CLOSED).then_some(word(OPEN, cycle_of(current), 0))
+                (state_of(current) == CLOSED).then_some(word(OPEN, spell_of(current), 0))
             })
             .is_ok();
         if tripped {
@@ -651,8 +671,10 @@ mod tests {
         let t1 = t + ms(100);
         let (first, stale) = (b.admit(t1).unwrap(), b.admit(t1).unwrap());
         assert_eq!(b.record(first, true, t1), Some(BreakerState::Closed));
-        // Open again, then half-open at 200 ms, with both its probes out.
+        // Open again; the stale probe's failure does not restart its open time.
         b.record(b.admit(t1).unwrap(), false, t1);
+        assert_eq!(b.record(stale, false, t1 + ms(99)), None);
+        // Half-open at 200 ms, with both its probes out.
         let t2 = t1 + ms(100);
         let (probe, other) = (b.admit(t2).unwrap(), b.admit(t2).unwrap());
         assert_eq!(b.record(stale, true, t2), None);
@@ -684,8 +706,70 @@ mod tests {
         }
         t += ms(1);
         let probe = b.admit(t).unwrap();
+        assert_eq!(format!("{probe:?}"), "Permit { probe_of_spell: 3 }");
         assert_eq!(b.record(probe, true, t), Some(BreakerState::Closed));
         assert_eq!(b.snapshot(t).half_opened, SPELLS + 3);
+        assert_eq!(format!("{:?}", b.admit(t).unwrap()), "Permit::CLOSED");
+    }
+
+    // Threads that take probes, and record or give them back, while spells come and go
+    // (no open time): never more probes of one spell out than allowed, and at the end
+    // none held. A probe of an ended spell may still be out beside the new spell's, so
+    // probes are counted by spell, over fewer spells than the numbers' wrap.
+    // Can fail: a lost update of the count, or a probe freed twice.
+    #[test]
+    fn probes_in_flight_stay_within_their_number_across_threads() {
+        for _ in 0..20 {
+            probes_in_flight_within_their_number();
+        }
+    }
+
+    fn probes_in_flight_within_their_number() {
+        use std::sync::atomic::AtomicU32;
+        let b = CircuitBreaker::new()
+            .with_consecutive_failures(1)
+            .with_open_for(Duration::ZERO)
+            .with_probes(2);
+        let out: [AtomicU32; SPELLS as usize] = [const { AtomicU32::new(0) }; SPELLS as usize];
+        let most = AtomicU32::new(0);
+        std::thread::scope(|scope| {
+            for thread in 0..4u32 {
+                let (b, out, most) = (&b, &out, &most);
+                scope.spawn(move || {
+                    let mut i = thread;
+                    // Each thread starts at most one spell past the check: 4 past it.
+                    while b.half_opened.load(Ordering::Relaxed) < SPELLS - 10 {
+                        i += 1;
+                        let now = Instant::now();
+                        let Ok(permit) = b.admit(now) else { continue };
+                        let Some(spell) = permit.spell() else {
+                            b.record(permit, false, now);
+                            continue;
+                        };
+                        // Counted here after the breaker counts it, and let go here
+                        // before the breaker does: never more here than there.
+                        let out = &out[spell as usize];
+                        most.fetch_max(out.fetch_add(1, Ordering::SeqCst) + 1, Ordering::SeqCst);
+                        std::thread::yield_now();
+                        out.fetch_sub(1, Ordering::SeqCst);
+                        match i % 3 {
+                            0 => b.abandon(permit),
+                            1 => drop(b.record(permit, false, now)),
+                            _ => drop(b.record(permit, true, now)),
+                        }
+                    }
+                });
+            }
+        });
+        let most = most.load(Ordering::SeqCst);
+        assert!(
+            (1..=2).contains(&most),
+            "{most} probes of one spell out at once"
+        );
+        let current = b.state.load(Ordering::Acquire);
+        if state_of(current) == HALF_OPEN {
+            assert_eq!(count_of(current), 0, "a probe still counted");
+        }
     }
 
     // A breaker counts consecutive failures without end when that rule is off: the
@@ -700,7 +784,7 @@ mod tests {
         assert_eq!(b.record(Permit::CLOSED, false, t), None);
         let current = b.state.load(Ordering::Acquire);
         assert_eq!(
-            (state_of(current), cycle_of(current), count_of(current)),
+            (state_of(current), spell_of(current), count_of(current)),
             (CLOSED, 5, COUNT_MASK)
         );
     }
