@@ -447,6 +447,19 @@ mod tests {
             RetryState::new(&p, start).on_failure(Class::RetryAfter(ms(1100)), start, &mut rng),
             Step::GiveUp(GiveUp::DeadlineExceeded)
         );
+        // One that leaves 1 ns before the deadline is waited exactly: no room to spread.
+        // Can fail: a spread that may end at the deadline or 1 ns past it.
+        let requested = ms(1100) - Duration::from_nanos(1);
+        for _ in 0..100 {
+            assert_eq!(
+                RetryState::new(&p, start).on_failure(
+                    Class::RetryAfter(requested),
+                    start,
+                    &mut rng
+                ),
+                Step::Retry(requested)
+            );
+        }
     }
 
     #[test]
