@@ -497,8 +497,10 @@ mod tests {
             .with_open_for(ms(1000));
         let t = Instant::now();
         for _ in 0..2 {
-            assert_eq!(b.admit(t), Ok(Permit::CLOSED));
-            b.record(Permit::CLOSED, false, t);
+            let permit = b.admit(t).unwrap();
+            assert_eq!(permit, Permit::CLOSED);
+            assert!(!permit.is_probe());
+            b.record(permit, false, t);
         }
         // A success resets the run.
         b.record(Permit::CLOSED, true, t);
