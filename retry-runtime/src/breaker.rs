@@ -774,6 +774,27 @@ mod tests {
         }
     }
 
+    // A probe given back twice (a misuse) frees its place once it holds none: the count
+    // stays at zero, and the next probe goes through and decides the spell. Can fail: a
+    // count taken below zero, into the spell's number (the breaker then refused every
+    // probe, half-open for good).
+    #[test]
+    fn a_probe_given_back_twice_leaves_the_breaker_working() {
+        let b = CircuitBreaker::new()
+            .with_consecutive_failures(1)
+            .with_open_for(ms(100));
+        let t = Instant::now();
+        b.record(Permit::CLOSED, false, t);
+        let t1 = t + ms(100);
+        let probe = b.admit(t1).unwrap();
+        b.abandon(probe);
+        b.abandon(probe);
+        let next = b.admit(t1).unwrap();
+        assert!(next.is_probe());
+        assert!(b.admit(t1).is_err(), "one probe at a time");
+        assert_eq!(b.record(next, true, t1), Some(BreakerState::Closed));
+    }
+
     // A breaker counts consecutive failures without end when that rule is off: the
     // count stops at the top of its bits and does not spill into the spell's number,
     // so a later probe's result still counts. Can fail: an unbounded count.
