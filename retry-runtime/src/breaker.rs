@@ -161,9 +161,8 @@ const SHIFT: u32 = 62;
 const SPELL_SHIFT: u32 = 32;
 const COUNT_MASK: u64 = (1 << SPELL_SHIFT) - 1;
 /// Half-open spells are numbered modulo this, so that a probe's number fits in a byte
-/// beside the closed breaker's permit: a probe still out 254 spells later (each spell
-/// lasts until a probe fails or succeeds, after an open time) is taken for one of the
-/// spell it is recorded in.
+/// beside the closed breaker's permit. A probe still out 254 spells later (each lasts an
+/// open time and a probe's answer) is taken for a probe of the spell it comes back in.
 const SPELLS: u64 = 254;
 
 const fn word(state: u64, spell: u64, count: u64) -> u64 {
