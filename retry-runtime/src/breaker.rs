@@ -162,7 +162,8 @@ const SPELL_SHIFT: u32 = 32;
 const COUNT_MASK: u64 = (1 << SPELL_SHIFT) - 1;
 /// Half-open spells are numbered modulo this, so that a probe's number fits in a byte
 /// beside the closed breaker's permit. A probe still out 254 spells later (each lasts an
-/// open time and a probe's answer) is taken for a probe of the spell it comes back in.
+/// open time and a probe's answer) is taken for a probe of the spell it comes back in,
+/// the one case where a stale probe decides.
 const SPELLS: u64 = 254;
 
 const fn word(state: u64, spell: u64, count: u64) -> u64 {
