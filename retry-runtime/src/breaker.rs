@@ -738,10 +738,12 @@ mod tests {
             for thread in 0..4u32 {
                 let (b, out, most) = (&b, &out, &most);
                 scope.spawn(move || {
-                    let mut i = thread;
                     // Each thread starts at most one spell past the check: 4 past it.
-                    while b.half_opened.load(Ordering::Relaxed) < SPELLS - 10 {
-                        i += 1;
+                    // Bounded, so that a breaker that stops moving fails, not hangs.
+                    for i in thread..thread + 1_000_000 {
+                        if b.half_opened.load(Ordering::Relaxed) >= SPELLS - 10 {
+                            break;
+                        }
                         let now = Instant::now();
                         let Ok(permit) = b.admit(now) else { continue };
                         let Some(spell) = permit.spell() else {
@@ -763,6 +765,7 @@ mod tests {
                 });
             }
         });
+        assert!(b.half_opened.load(Ordering::Relaxed) >= SPELLS - 10);
         let most = most.load(Ordering::SeqCst);
         assert!(
             (1..=2).contains(&most),
