@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use metrics_util::debugging::{DebugValue, DebuggingRecorder};
+use metrics_util::debugging::{DebugValue, DebuggingRecorder, Snapshotter};
 use persevere::{BeforeWait, CircuitBreaker, RetryBudget, idempotent, retry, stats};
 use tracing::field::{Field, Visit};
 use tracing::{Event, Level, Subscriber};
@@ -108,6 +108,26 @@ fn captured<T>(f: impl std::future::Future<Output = T>) -> (T, Vec<Captured>) {
     let out = tracing::subscriber::with_default(subscriber, || runtime().block_on(f));
     let events = capture.0.lock().unwrap().clone();
     (out, events)
+}
+
+/// The counters a recorder holds, by name, function (the last part of its path) and
+/// other labels: "persevere_calls_total fetch outcome=ok".
+fn counters(snapshotter: &Snapshotter) -> BTreeMap<String, u64> {
+    let mut counters = BTreeMap::new();
+    for (key, _, _, value) in snapshotter.snapshot().into_vec() {
+        if let DebugValue::Counter(n) = value {
+            let labels: Vec<String> = key
+                .key()
+                .labels()
+                .map(|l| match l.key() {
+                    "function" => l.value().rsplit("::").next().unwrap().to_owned(),
+                    _ => format!("{}={}", l.key(), l.value()),
+                })
+                .collect();
+            counters.insert(format!("{} {}", key.key().name(), labels.join(" ")), n);
+        }
+    }
+    counters
 }
 
 /// The events among `events` whose message is `message`.
@@ -521,23 +541,12 @@ fn an_abandoned_call_is_an_event_and_a_metric() {
         });
         assert!(cut_short);
         all_events.extend(events);
-        let mut counters = BTreeMap::new();
-        for (key, _, _, value) in snapshotter.snapshot().into_vec() {
-            if let DebugValue::Counter(n) = value {
-                let labels: Vec<String> = key
-                    .key()
-                    .labels()
-                    .filter(|l| l.key() != "function")
-                    .map(|l| format!("{}={}", l.key(), l.value()))
-                    .collect();
-                counters.insert(format!("{} {}", key.key().name(), labels.join(" ")), n);
-            }
-        }
+        let counters = counters(&snapshotter);
         assert_eq!(
-            counters["persevere_calls_total outcome=abandoned"], 1,
+            counters["persevere_calls_total given_up_on outcome=abandoned"], 1,
             "{counters:?}"
         );
-        attempts.push(counters["persevere_attempts_total "]);
+        attempts.push(counters["persevere_attempts_total given_up_on"]);
     }
     // Dropped in its wait: two attempts made. Dropped in its second attempt: the same,
     // the one it was running counted when it was dropped.
@@ -603,20 +612,7 @@ fn refusals_and_breaker_moves_are_metrics_and_events() {
         [ConnectionReset, ConnectionReset, ConnectionReset, Other]
     );
 
-    let mut counters = BTreeMap::new();
-    for (key, _, _, value) in snapshotter.snapshot().into_vec() {
-        if let DebugValue::Counter(n) = value {
-            let labels: Vec<String> = key
-                .key()
-                .labels()
-                .map(|l| match l.key() {
-                    "function" => l.value().rsplit("::").next().unwrap().to_owned(),
-                    _ => format!("{}={}", l.key(), l.value()),
-                })
-                .collect();
-            counters.insert(format!("{} {}", key.key().name(), labels.join(" ")), n);
-        }
-    }
+    let counters = counters(&snapshotter);
     let count = |name: &str| counters.get(name).copied().unwrap_or(0);
     assert_eq!(
         count("persevere_budget_refusals_total over_budget"),

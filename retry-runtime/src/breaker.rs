@@ -631,12 +631,10 @@ mod tests {
         );
     }
 
-    // A probe from an earlier half-open spell, given back when the breaker is half-open
-    // again and holds no probe, changes nothing: two probes may still go, and the
-    // breaker has gone half-open twice. Can fail: giving it back took the count of
-    // probes below zero, into the state's bits (the breaker read as open again).
-    #[test]
-    fn a_stale_probe_given_back_to_a_half_open_breaker_holding_none_changes_nothing() {
+    /// A breaker of two probes, open for 100 ms: opened, half-open at 100 ms with both
+    /// probes out, closed by one of them and opened again, all at 100 ms; with the other
+    /// probe, now of an ended spell, and that instant.
+    fn reopened_with_a_stale_probe_out() -> (CircuitBreaker, Permit, Instant) {
         let b = CircuitBreaker::new()
             .with_consecutive_failures(1)
             .with_open_for(ms(100))
@@ -646,8 +644,21 @@ mod tests {
         let t1 = t + ms(100);
         let (first, stale) = (b.admit(t1).unwrap(), b.admit(t1).unwrap());
         assert_eq!(b.record(first, true, t1), Some(BreakerState::Closed));
-        // Open again, then half-open at 200 ms: a probe taken and given back.
-        b.record(b.admit(t1).unwrap(), false, t1);
+        assert_eq!(
+            b.record(b.admit(t1).unwrap(), false, t1),
+            Some(BreakerState::Open)
+        );
+        (b, stale, t1)
+    }
+
+    // A probe from an earlier half-open spell, given back when the breaker is half-open
+    // again and holds no probe, changes nothing: two probes may still go, and the
+    // breaker has gone half-open twice. Can fail: giving it back took the count of
+    // probes below zero, into the state's bits (the breaker read as open again).
+    #[test]
+    fn a_stale_probe_given_back_to_a_half_open_breaker_holding_none_changes_nothing() {
+        let (b, stale, t1) = reopened_with_a_stale_probe_out();
+        // Half-open at 200 ms: a probe taken and given back.
         let t2 = t1 + ms(100);
         b.abandon(b.admit(t2).unwrap());
         b.abandon(stale);
@@ -664,17 +675,8 @@ mod tests {
     // success closed the breaker while the new probe was out).
     #[test]
     fn a_probe_from_an_earlier_half_open_spell_decides_nothing() {
-        let b = CircuitBreaker::new()
-            .with_consecutive_failures(1)
-            .with_open_for(ms(100))
-            .with_probes(2);
-        let t = Instant::now();
-        b.record(Permit::CLOSED, false, t);
-        let t1 = t + ms(100);
-        let (first, stale) = (b.admit(t1).unwrap(), b.admit(t1).unwrap());
-        assert_eq!(b.record(first, true, t1), Some(BreakerState::Closed));
-        // Open again; the stale probe's failure does not restart its open time.
-        b.record(b.admit(t1).unwrap(), false, t1);
+        let (b, stale, t1) = reopened_with_a_stale_probe_out();
+        // The stale probe's failure does not restart the open time.
         assert_eq!(b.record(stale, false, t1 + ms(99)), None);
         // Half-open at 200 ms, with both its probes out.
         let t2 = t1 + ms(100);
