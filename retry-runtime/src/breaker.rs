@@ -526,14 +526,20 @@ mod tests {
         );
     }
 
-    #[test]
-    fn a_failed_probe_reopens_it() {
+    /// A breaker of one probe, opened by a failure now, for `open_for`; with the instant
+    /// it goes half-open.
+    fn opened_until(open_for: Duration) -> (CircuitBreaker, Instant) {
         let b = CircuitBreaker::new()
             .with_consecutive_failures(1)
-            .with_open_for(ms(100));
+            .with_open_for(open_for);
         let t = Instant::now();
         b.record(Permit::CLOSED, false, t);
-        let t1 = t + ms(100);
+        (b, t + open_for)
+    }
+
+    #[test]
+    fn a_failed_probe_reopens_it() {
+        let (b, t1) = opened_until(ms(100));
         let probe = b.admit(t1).unwrap();
         assert!(probe.is_probe());
         b.record(probe, false, t1);
@@ -543,12 +549,7 @@ mod tests {
 
     #[test]
     fn an_abandoned_probe_frees_its_place() {
-        let b = CircuitBreaker::new()
-            .with_consecutive_failures(1)
-            .with_open_for(ms(10));
-        let t = Instant::now();
-        b.record(Permit::CLOSED, false, t);
-        let t1 = t + ms(10);
+        let (b, t1) = opened_until(ms(10));
         let permit = b.admit(t1).unwrap();
         assert!(b.admit(t1).is_err());
         b.abandon(permit);
@@ -785,12 +786,7 @@ mod tests {
     // probe, half-open for good).
     #[test]
     fn a_probe_given_back_twice_leaves_the_breaker_working() {
-        let b = CircuitBreaker::new()
-            .with_consecutive_failures(1)
-            .with_open_for(ms(100));
-        let t = Instant::now();
-        b.record(Permit::CLOSED, false, t);
-        let t1 = t + ms(100);
+        let (b, t1) = opened_until(ms(100));
         let probe = b.admit(t1).unwrap();
         b.abandon(probe);
         b.abandon(probe);
