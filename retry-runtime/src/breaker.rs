@@ -482,6 +482,46 @@ impl From<CircuitOpen> for std::io::Error {
     }
 }
 
+impl CircuitBreaker {
+    /// Closes the breaker and forgets what it has seen, as if just made: for tests that
+    /// share a `static` breaker, each of which may open it, some under a paused clock
+    /// whose time the next test's runtime does not continue. (`stats::reset` does not
+    /// reach breakers, which are not registered anywhere.)
+    ///
+    /// A permit taken before the reset is given back to no effect: a probe's belongs to a
+    /// spell that has ended, and a closed breaker's counts as one failure or success.
+    ///
+    /// ```
+    /// use std::time::Instant;
+    /// use persevere_runtime::{BreakerState, CircuitBreaker, Permit};
+    ///
+    /// static BREAKER: CircuitBreaker = CircuitBreaker::new().with_consecutive_failures(1);
+    /// BREAKER.record(Permit::CLOSED, false, Instant::now());
+    /// assert_eq!(BREAKER.state(Instant::now()), BreakerState::Open);
+    /// BREAKER.reset();
+    /// assert_eq!(BREAKER.state(Instant::now()), BreakerState::Closed);
+    /// assert_eq!(BREAKER.snapshot(Instant::now()).opened, 0);
+    /// ```
+    pub fn reset(&self) {
+        // The spell number stays: the next spell's is still new to the probes out now.
+        let _ = self
+            .state
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |current| {
+                Some(word(CLOSED, spell_of(current), 0))
+            });
+        self.calls.clear();
+        self.failures.clear();
+        for count in [
+            &self.opened,
+            &self.half_opened,
+            &self.closed,
+            &self.rejected,
+        ] {
+            count.store(0, Ordering::Relaxed);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -794,6 +834,47 @@ mod tests {
         assert!(next.is_probe());
         assert!(b.admit(t1).is_err(), "one probe at a time");
         assert_eq!(b.record(next, true, t1), Some(BreakerState::Closed));
+    }
+
+    // One test opens a shared breaker an hour into its paused clock; the next test's
+    // clock starts earlier. Reset, the breaker is closed at once, has seen nothing, and a
+    // probe taken before the reset decides nothing. Can fail: a reset that leaves the
+    // opening's time (the breaker open for the rest of that hour) or the probe's spell.
+    #[test]
+    fn reset_closes_it_and_forgets_what_it_saw() {
+        let (b, t1) = opened_until(ms(10_000));
+        let late = t1 + Duration::from_secs(3600);
+        b.record(b.admit(late).unwrap(), false, late);
+        let probe = b.admit(late + ms(10_000)).unwrap();
+        let next_test = t1 + ms(60_000);
+        assert!(
+            b.admit(next_test).is_err(),
+            "open, as the hour has not passed here"
+        );
+        // Results of attempts that did not ask, counted in the window of failure rates.
+        b.record(Permit::CLOSED, true, next_test);
+        b.record(Permit::CLOSED, false, next_test);
+        let seen = b.snapshot(next_test);
+        assert_eq!((seen.calls, seen.failures), (2, 1));
+        b.reset();
+        assert_eq!(b.admit(next_test), Ok(Permit::CLOSED));
+        assert_eq!(b.record(probe, false, next_test), None);
+        assert_eq!(
+            b.snapshot(next_test),
+            BreakerSnapshot {
+                state: BreakerState::Closed,
+                calls: 0,
+                failures: 0,
+                opened: 0,
+                half_opened: 0,
+                closed: 0,
+                rejected: 0,
+            }
+        );
+        // It opens again as a new one would, and goes half-open after its open time.
+        b.record(Permit::CLOSED, false, next_test);
+        assert_eq!(b.state(next_test + ms(9_999)), BreakerState::Open);
+        assert_eq!(b.state(next_test + ms(10_000)), BreakerState::HalfOpen);
     }
 
     // A breaker counts consecutive failures without end when that rule is off: the
