@@ -80,6 +80,19 @@ pub struct Args {
     pub hedge: Option<Spanned<HedgeAt>>,
     pub hedges: Option<Spanned<u32>>,
     pub krate: Option<Path>,
+    /// Each key given, with the span of its name: where an error about how it combines
+    /// with another key points.
+    pub written: Vec<(&'static str, Span)>,
+}
+
+impl Args {
+    /// The span of the key `name`'s name, if it was given.
+    pub fn span_of(&self, name: &str) -> Option<Span> {
+        self.written
+            .iter()
+            .find(|(written, _)| *written == name)
+            .map(|(_, span)| *span)
+    }
 }
 
 /// Parses the attribute's tokens. Every malformed argument adds an error and parsing
@@ -172,6 +185,7 @@ fn parse_one(input: ParseStream, args: &mut Args) -> syn::Result<()> {
             format!("duplicate argument `{name}`; give each argument once"),
         ));
     }
+    args.written.push((entry.name, key.span()));
     Ok(())
 }
 

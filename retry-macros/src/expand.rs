@@ -157,6 +157,9 @@ fn policy(args: &Args, private: &TokenStream) -> TokenStream {
     if let Some(n) = args.uncertain_attempts {
         policy.extend(quote!(.with_uncertain_attempts(#n)));
     }
+    if let Some(On::Unsent(_)) = args.on {
+        policy.extend(quote!(.with_repeat(#private::Repeat::OnlyUnsent)));
+    }
     if let Some(layers) = args.layers {
         let nesting = match layers {
             Layers::Innermost => quote!(Innermost),
@@ -170,12 +173,12 @@ fn policy(args: &Args, private: &TokenStream) -> TokenStream {
 /// The classifier for `on = ...`, located where a missing impl should be reported: at
 /// the `on` value, or at the return type. A function `decide` takes as a pointer: the
 /// runtime's own for `transient` and `unsent` (one copy per error type in the build,
-/// not one per function), a closure around a predicate.
+/// not one per function; for `unsent`, the policy repeats only unsent attempts), a
+/// closure around a predicate.
 fn classifier(args: &Args, output: &Type, private: &TokenStream) -> TokenStream {
     let (classifier, span) = match &args.on {
         None => (quote!(#private::by_classify), output.span()),
-        Some(On::Transient(span)) => (quote!(#private::by_classify), *span),
-        Some(On::Unsent(span)) => (quote!(#private::by_unsent), *span),
+        Some(On::Transient(span) | On::Unsent(span)) => (quote!(#private::by_classify), *span),
         // The error first, so that a predicate of the wrong type is reported against
         // the function's error type.
         Some(On::Predicate(path)) => {

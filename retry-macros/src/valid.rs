@@ -7,7 +7,7 @@ use quote::quote;
 use syn::spanned::Spanned;
 use syn::{FnArg, ItemFn, ReturnType, Signature, Type, TypeParamBound};
 
-use crate::args::{Args, HedgeAt, On};
+use crate::args::{Args, HedgeAt, Layers, On};
 use crate::diag::{locate, push};
 use crate::func::{RetryFn, bare};
 use crate::item::is_attr;
@@ -17,6 +17,7 @@ use crate::item::is_attr;
 pub fn function(args: &Args, item: &ItemFn, marked_above: bool, errors: &mut Option<syn::Error>) {
     signature(item, errors);
     idempotent(args, item, marked_above, errors);
+    unsent(args, errors);
     hedge(args, item, marked_above, errors);
     if let (Some(timeout), None) = (&args.attempt_timeout, &item.sig.asyncness) {
         push(
@@ -165,6 +166,45 @@ fn idempotent(args: &Args, item: &ItemFn, marked_above: bool, errors: &mut Optio
                 ),
             ),
         );
+    }
+}
+
+/// `on = unsent` retries only the function's own unsent failures (the runtime's
+/// `Repeat::OnlyUnsent`): a key that concerns only failures it never retries would do
+/// nothing, and is refused at its name, saying why.
+fn unsent(args: &Args, errors: &mut Option<syn::Error>) {
+    if !matches!(args.on, Some(On::Unsent(_))) {
+        return;
+    }
+    let idle = [
+        (
+            "uncertain_attempts",
+            args.uncertain_attempts.is_some(),
+            "`uncertain_attempts` limits the retries of failures of uncertain class (an HTTP 500, a connection lost mid-request), and `on = unsent` never retries those: the request may have taken effect",
+        ),
+        (
+            "max_retry_after",
+            args.max_retry_after.is_some(),
+            "`max_retry_after` limits the waits a server asks for (`Retry-After`), and `on = unsent` never retries a failure that carries one: the server received the request",
+        ),
+        (
+            "layers",
+            args.layers == Some(Layers::Every),
+            "`layers = \"every\"` retries failures that came out of nested `#[retry]` calls, and `on = unsent` never retries those: the nested call's attempts may have taken effect",
+        ),
+    ];
+    for (key, given, why) in idle {
+        if let (true, Some(span)) = (given, args.span_of(key)) {
+            push(
+                errors,
+                syn::Error::new(
+                    span,
+                    format!(
+                        "{why}; remove `{key}`, or, if the function is safe to repeat, mark it `#[idempotent]` (or give it a `key = ...`) and drop `on = unsent`"
+                    ),
+                ),
+            );
+        }
     }
 }
 

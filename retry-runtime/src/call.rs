@@ -19,7 +19,7 @@ use crate::classify::Class;
 use crate::clock::{Clock, CompactInstant, TokioClock};
 use crate::give_up::GiveUp;
 use crate::layer::{self, Entered, Frame};
-use crate::policy::{Layers, Policy};
+use crate::policy::{Layers, Policy, Repeat};
 use crate::rng::with_thread_rng;
 use crate::state::{RetryState, Step};
 use crate::stats::RetryStats;
@@ -224,6 +224,10 @@ impl<'p, C: Clock> Call<'p, C> {
         }
         let step = if retried_inside && policy.layers() == Layers::Innermost {
             Step::GiveUp(GiveUp::RetriedInside)
+        } else if retried_inside && policy.repeat() == Repeat::OnlyUnsent {
+            // The nested call made attempts of its own, any of which may have taken
+            // effect, whatever the class of the one it returned.
+            Step::GiveUp(GiveUp::MayHaveTakenEffect)
         } else if class.is_retryable() && breaker_is_open(policy, now) {
             // This failure (or others') opened the breaker: no retry, so no wait and no
             // budget token; the call returns this failure.

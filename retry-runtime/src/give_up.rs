@@ -21,6 +21,11 @@ pub enum GiveUp {
     BudgetExhausted,
     /// The failure came out of a nested `#[retry]` call, which has already retried it.
     RetriedInside,
+    /// The attempt may have taken effect, and the function repeats only attempts that
+    /// provably did not ([`Repeat::OnlyUnsent`](crate::Repeat::OnlyUnsent), `on =
+    /// unsent`): its failure was not of class `Unsent`, it was cut at its time limit, or
+    /// it came out of a nested retried call.
+    MayHaveTakenEffect,
     /// The circuit breaker was open when the call began: no attempt was made, and the
     /// call returned [`crate::CircuitOpen`].
     CircuitOpen,
@@ -40,6 +45,9 @@ impl fmt::Display for GiveUp {
             GiveUp::UncertainExhausted => "the uncertain failures reached their limit",
             GiveUp::BudgetExhausted => "the retry budget is spent",
             GiveUp::RetriedInside => "a nested retrying call already retried the failure",
+            GiveUp::MayHaveTakenEffect => {
+                "the attempt may have taken effect, and only an unsent one is safe to repeat"
+            }
             GiveUp::CircuitOpen => "the circuit breaker is open",
             GiveUp::BreakerOpened => "the circuit breaker opened",
         })
@@ -48,7 +56,7 @@ impl fmt::Display for GiveUp {
 
 impl GiveUp {
     /// How many reasons there are: the length of the tables indexed by [`GiveUp::index`].
-    pub(crate) const COUNT: usize = 9;
+    pub(crate) const COUNT: usize = 10;
 
     /// This reason's position in a table of one entry per reason.
     pub(crate) const fn index(self) -> usize {
@@ -62,6 +70,7 @@ impl GiveUp {
             GiveUp::RetriedInside => 6,
             GiveUp::CircuitOpen => 7,
             GiveUp::BreakerOpened => 8,
+            GiveUp::MayHaveTakenEffect => 9,
         }
     }
 
@@ -77,5 +86,6 @@ impl GiveUp {
         "retried_inside",
         "circuit_open",
         "breaker_opened",
+        "may_have_taken_effect",
     ];
 }

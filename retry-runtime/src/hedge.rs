@@ -42,7 +42,7 @@ use crate::clock::{Clock, CompactInstant, TokioClock};
 use crate::handling::Outcome;
 use crate::latency::LatencySketch;
 use crate::layer::swap_inner_failure;
-use crate::policy::Policy;
+use crate::policy::{Policy, Repeat};
 use crate::telemetry;
 
 /// The most hedges (copies beyond the first) a call may have sent at once.
@@ -413,10 +413,15 @@ fn failure_ends(policy: &Policy, class: Class, others: usize) -> bool {
     false
 }
 
-/// Whether a copy may be sent now: the breaker, if any, is closed (a copy is never a
-/// half-open breaker's probe, and asking an open breaker whose time is up would move it
-/// to half-open), and the budget pays for it.
+/// Whether a copy may be sent now: the function is safe to run twice at once (the
+/// macros refuse `hedge` on one that is not; this holds for a policy made by hand), the
+/// breaker, if any, is closed (a copy is never a half-open breaker's probe, and asking
+/// an open breaker whose time is up would move it to half-open), and the budget pays
+/// for it.
 fn admit_copy(policy: &Policy) -> bool {
+    if policy.repeat() == Repeat::OnlyUnsent {
+        return false;
+    }
     let now = TokioClock::now();
     if policy
         .breaker()

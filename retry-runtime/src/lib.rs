@@ -71,7 +71,7 @@ pub use give_up::GiveUp;
 pub use hook::BeforeWait;
 pub use key::{IdempotencyKey, ParseKeyError};
 pub use layer::nested_failure_handled;
-pub use policy::{Jitter, Layers, Policy};
+pub use policy::{Jitter, Layers, Policy, Repeat};
 pub use retry_fn::{retry_blocking, retry_fn};
 pub use rng::seed_thread_rng;
 pub use state::{RetryState, Step};

@@ -19,7 +19,7 @@ pub use crate::hedge::Hedge;
 pub use crate::hedging::hedging;
 pub use crate::hook::BeforeWait;
 pub use crate::key::IdempotencyKey;
-pub use crate::policy::{Jitter, Layers, Policy};
+pub use crate::policy::{Jitter, Layers, Policy, Repeat};
 pub use crate::run::{AsyncRun, Run, retrying};
 pub use crate::stats::RetryStats;
 pub use crate::step::{step, step_blocking};
@@ -137,19 +137,11 @@ pub fn fresh<T: Fresh>(arg: &T) -> T {
     arg.fresh()
 }
 
-/// The `on = transient` classifier: the error's own [`Classify`] impl.
+/// The classifier of `on = transient` and `on = unsent` (whose policy repeats only
+/// unsent attempts, [`Repeat::OnlyUnsent`]): the error's own [`Classify`] impl.
 #[inline]
 pub fn by_classify<E: Classify + ?Sized>(error: &E) -> Class {
     error.classify()
-}
-
-/// The `on = unsent` classifier: only failures that prove the request never left.
-#[inline]
-pub fn by_unsent<E: Classify + ?Sized>(error: &E) -> Class {
-    match error.classify() {
-        Class::Unsent => Class::Unsent,
-        _ => Class::Permanent,
-    }
 }
 
 /// A function named by `on = ...`.

@@ -55,6 +55,46 @@ pub enum Layers {
     Every,
 }
 
+/// Which failed attempts a call may make again: what its function is safe to repeat.
+///
+/// A retry runs the function again. For a function that is safe to repeat (a read, or a
+/// write that every attempt sends with one idempotency key) any failure a retry can fix
+/// may be retried. A function that is not may be retried only when its attempt provably
+/// did not take effect: the request never left.
+///
+/// ```
+/// use std::time::{Duration, Instant};
+/// use persevere_runtime::{Class, GiveUp, Policy, Repeat, RetryState, Step};
+///
+/// // A payment sent without an idempotency key: only a refused connection is retried.
+/// let policy = Policy::new().with_repeat(Repeat::OnlyUnsent);
+/// let (now, mut rng) = (Instant::now(), rand::rng());
+/// let mut call = RetryState::new(&policy, now);
+/// assert!(matches!(call.on_failure(Class::Unsent, now, &mut rng), Step::Retry(_)));
+/// // A reset connection may have reached the server: the payment may have been made.
+/// assert_eq!(
+///     call.on_failure(Class::Transient, now, &mut rng),
+///     Step::GiveUp(GiveUp::MayHaveTakenEffect)
+/// );
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub enum Repeat {
+    /// Any failed attempt that a retry can fix, whatever it did before it failed: the
+    /// function is `#[idempotent]`, or every attempt carries one idempotency key
+    /// (`key = ...`).
+    #[default]
+    Any,
+    /// Only an attempt that provably did not take effect: one that failed on its own with
+    /// an error of [`Class::Unsent`](crate::Class::Unsent) (the connection was refused).
+    /// Everything that may have taken effect is returned after that attempt, with
+    /// [`GiveUp::MayHaveTakenEffect`](crate::GiveUp::MayHaveTakenEffect): a failure of
+    /// any other class, an attempt cut at its time limit (its request may have left, and
+    /// its answer been late), and a failure that came out of a nested retried call (which
+    /// made attempts of its own), whatever [`Layers`] says. A policy like this sends no
+    /// hedged copies. What `#[retry(on = unsent)]` sets.
+    OnlyUnsent,
+}
+
 /// A retry policy: everything `#[retry]` needs to know about one function.
 ///
 /// A policy is a plain `Copy` value built in `const` context, so the macro can emit one
@@ -92,6 +132,7 @@ pub struct Policy {
     max_retry_after: Duration,
     uncertain_attempts: u32,
     layers: Layers,
+    repeat: Repeat,
     budget: &'static RetryBudget,
     breaker: Option<&'static CircuitBreaker>,
     stats: Option<&'static RetryStats>,
@@ -101,7 +142,8 @@ impl Policy {
     /// The defaults: a 30 s deadline, at most 6 attempts, waits of
     /// `min(20 s, 200 ms * 2^n)` with full jitter, no per-attempt timeout, and server
     /// requested waits honoured up to 60 s, at most 2 attempts for failures of uncertain
-    /// class (an HTTP 500), only the innermost of nested layers retrying, and a default
+    /// class (an HTTP 500), only the innermost of nested layers retrying, any failed
+    /// attempt a retry can fix repeated ([`Repeat::Any`]), and a default
     /// [`RetryBudget`] shared by every policy that names no other.
     pub const DEFAULT: Policy = Policy {
         deadline: Duration::from_secs(30),
@@ -116,6 +158,7 @@ impl Policy {
         max_retry_after: Duration::from_secs(60),
         uncertain_attempts: 2,
         layers: Layers::Innermost,
+        repeat: Repeat::Any,
         budget: RetryBudget::SHARED_BY_DEFAULT,
         breaker: None,
         stats: None,
@@ -242,6 +285,13 @@ impl Policy {
         self
     }
 
+    /// Sets which failed attempts may be made again: [`Repeat::OnlyUnsent`] for a
+    /// function that is not safe to repeat.
+    pub const fn with_repeat(mut self, repeat: Repeat) -> Self {
+        self.repeat = repeat;
+        self
+    }
+
     /// Sets the retry budget this policy's retries draw from; share one `static` budget
     /// between all the functions that call one dependency.
     pub const fn with_budget(mut self, budget: &'static RetryBudget) -> Self {
@@ -358,6 +408,11 @@ impl Policy {
     pub const fn layers(&self) -> Layers {
         self.layers
     }
+
+    /// Which failed attempts may be made again.
+    pub const fn repeat(&self) -> Repeat {
+        self.repeat
+    }
 }
 
 impl Default for Policy {
@@ -383,6 +438,11 @@ mod tests {
         assert_eq!(p.max_retry_after(), Duration::from_secs(60));
         assert_eq!(p.uncertain_attempts(), 2);
         assert_eq!(p.layers(), Layers::Innermost);
+        assert_eq!(p.repeat(), Repeat::Any);
+        assert_eq!(
+            p.with_repeat(Repeat::OnlyUnsent).repeat(),
+            Repeat::OnlyUnsent
+        );
         assert_eq!(Policy::default().deadline(), p.deadline());
         assert!(std::ptr::eq(p.budget(), RetryBudget::SHARED_BY_DEFAULT));
     }

@@ -150,7 +150,9 @@ impl<'p, C: Clock, T: Default> Run<'p, C, T> {
 
     /// After an attempt that left its frame as `frame`: what follows. `failure` is the
     /// failure if it failed: its error, and whether it was cut by its time limit (then
-    /// transient, whatever the classifier would say of the error it was turned into).
+    /// transient, whatever the classifier would say of the error it was turned into:
+    /// never unsent, since its request may have left, so a policy that repeats only
+    /// unsent attempts returns it).
     #[cfg_attr(not(debug_assertions), inline(always))]
     pub(crate) fn after_attempt<R: Outcome>(
         self: Pin<&mut Self>,

@@ -14,7 +14,7 @@ use crate::classify::Class;
 use crate::clock::{CompactDeadline, CompactInstant};
 use crate::give_up::GiveUp;
 use crate::layer::Frame;
-use crate::policy::Policy;
+use crate::policy::{Policy, Repeat};
 
 /// What to do after a failed attempt.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -212,9 +212,10 @@ impl<'p> RetryState<'p> {
     /// Decides what follows a failed attempt of class `class`, observed at `now`. A call
     /// whose clock has not started starts it at `now`.
     ///
-    /// A retry is granted only if the failure is retryable, the attempts are not
-    /// exhausted, and the wait ends strictly before the deadline: a call never sleeps
-    /// into a deadline it cannot meet, it returns its last failure at once instead.
+    /// A retry is granted only if the failure is retryable (and, under
+    /// [`Repeat::OnlyUnsent`], unsent), the attempts are not exhausted, and the wait ends
+    /// strictly before the deadline: a call never sleeps into a deadline it cannot meet,
+    /// it returns its last failure at once instead.
     pub fn on_failure<R: Rng + ?Sized>(&mut self, class: Class, now: Instant, rng: &mut R) -> Step {
         if self.started.is_none() {
             self.started = Some(CompactInstant::new(now));
@@ -229,6 +230,9 @@ impl<'p> RetryState<'p> {
     fn step<R: Rng + ?Sized>(&mut self, class: Class, now: Instant, rng: &mut R) -> Step {
         if !class.is_retryable() {
             return Step::GiveUp(GiveUp::Permanent);
+        }
+        if self.policy.repeat() == Repeat::OnlyUnsent && class != Class::Unsent {
+            return Step::GiveUp(GiveUp::MayHaveTakenEffect);
         }
         if class == Class::Uncertain {
             self.uncertain = self.uncertain.saturating_add(1);
@@ -481,6 +485,39 @@ mod tests {
             Step::GiveUp(GiveUp::UncertainExhausted)
         );
         assert_eq!(s.attempts(), 3);
+    }
+
+    // A policy that repeats only unsent attempts retries nothing else, each class of
+    // failure counted for its own reason: permanent is permanent; the rest may have
+    // taken effect, before their own limits (uncertain, Retry-After) are asked.
+    // Can fail: the check placed after the uncertain limit, or not made at all.
+    #[test]
+    fn only_unsent_failures_are_repeated_under_only_unsent() {
+        let p = Policy::new()
+            .with_repeat(Repeat::OnlyUnsent)
+            .with_uncertain_attempts(1)
+            .with_max_retry_after(ms(1));
+        let now = Instant::now();
+        let mut rng = SmallRng::seed_from_u64(0);
+        let mut s = RetryState::new(&p, now);
+        assert!(matches!(
+            s.on_failure(Class::Unsent, now, &mut rng),
+            Step::Retry(_)
+        ));
+        for (class, reason) in [
+            (Class::Permanent, GiveUp::Permanent),
+            (Class::Transient, GiveUp::MayHaveTakenEffect),
+            (Class::Uncertain, GiveUp::MayHaveTakenEffect),
+            (Class::RetryAfter(ms(10)), GiveUp::MayHaveTakenEffect),
+        ] {
+            let mut s = RetryState::new(&p, now);
+            assert_eq!(
+                s.on_failure(class, now, &mut rng),
+                Step::GiveUp(reason),
+                "{class:?}"
+            );
+            assert_eq!(s.attempts(), 1);
+        }
     }
 
     #[test]

@@ -130,6 +130,9 @@ pub struct FailureCounts {
     pub circuit_open: u64,
     /// The circuit breaker opened during the call, which returned its last failure.
     pub breaker_opened: u64,
+    /// The last attempt may have taken effect, and the function repeats only unsent
+    /// attempts (`on = unsent`).
+    pub may_have_taken_effect: u64,
 }
 
 impl FailureCounts {
@@ -143,6 +146,7 @@ impl FailureCounts {
             + self.retried_inside
             + self.circuit_open
             + self.breaker_opened
+            + self.may_have_taken_effect
     }
 }
 
@@ -351,6 +355,7 @@ impl RetryStats {
             retried_inside: count(GiveUp::RetriedInside),
             circuit_open: count(GiveUp::CircuitOpen),
             breaker_opened: count(GiveUp::BreakerOpened),
+            may_have_taken_effect: count(GiveUp::MayHaveTakenEffect),
         };
         let abandoned = load(&self.abandoned);
         let requests = succeeded + failed.total() + abandoned;
@@ -542,6 +547,7 @@ impl MetricLabels {
             pair(name, "reason", GiveUp::LABELS[6]),
             pair(name, "reason", GiveUp::LABELS[7]),
             pair(name, "reason", GiveUp::LABELS[8]),
+            pair(name, "reason", GiveUp::LABELS[9]),
         ];
         Self {
             function: [Label::from_static_parts("function", name)],
