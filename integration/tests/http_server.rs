@@ -339,6 +339,67 @@ async fn connection_refused_is_retried_without_idempotent() {
     assert!(elapsed < ms(60) + SLACK, "{elapsed:?}");
 }
 
+/// The same write, each attempt cut after 200 ms, and the key sent as a header (for the
+/// server's records: to persevere the function is still not safe to repeat).
+#[retry(on = unsent, attempt_timeout = "200ms", deadline = "5s", base = "20ms", budget = UNLIMITED)]
+async fn create_within(
+    client: &Client,
+    url: &str,
+    key: &IdempotencyKey,
+) -> Result<String, RequestError> {
+    let response = client
+        .post(url)
+        .idempotency_key(key)
+        .body("new")
+        .send()
+        .await?
+        .error_for_retry()?;
+    Ok(response.text().await?)
+}
+
+// A server that takes the write and answers late: the attempt is cut at 200 ms, and the
+// request, which arrived, is not sent again.
+// Can fail: a cut attempt retried as transient (25 requests in the deadline).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unsent_only_does_not_retry_a_request_whose_answer_is_late() {
+    let arrived = std::sync::Arc::new(AtomicU32::new(0));
+    let seen = arrived.clone();
+    let router = axum::Router::new().fallback(move || {
+        let seen = seen.clone();
+        async move {
+            seen.fetch_add(1, Ordering::SeqCst);
+            tokio::time::sleep(Duration::from_secs(2)).await;
+            "created"
+        }
+    });
+    let server = Server::serve(router, Default::default()).await;
+    let start = Instant::now();
+    let error = create_within(&client(), &server.url("/things"), &IdempotencyKey::new())
+        .await
+        .unwrap_err();
+    let elapsed = start.elapsed();
+    assert!(matches!(error, RequestError::TimedOut(_)), "{error:?}");
+    assert_eq!(arrived.load(Ordering::SeqCst), 1);
+    assert!(
+        elapsed >= ms(200) && elapsed < ms(200) + SLACK,
+        "{elapsed:?}"
+    );
+}
+
+// A server that performs the write and hangs up before answering: the client cannot tell
+// whether it took effect, so it does not send it again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unsent_only_does_not_retry_a_connection_lost_mid_request() {
+    let server = WriteServer::start([Write::ApplyThenHangUp], Write::Apply).await;
+    let error = create_within(&client(), &server.url("/things"), &IdempotencyKey::new())
+        .await
+        .unwrap_err();
+    assert!(matches!(error, RequestError::Transport(_)), "{error:?}");
+    assert_ne!(error.classify(), Class::Unsent);
+    assert_eq!(server.log.answers(), [None]);
+    assert_eq!(server.records(), 1);
+}
+
 // The same function against a server that answers 503: the request arrived, so it is
 // not retried: `on = unsent` retries nothing else.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
