@@ -13,7 +13,8 @@ static CALLS: AtomicU32 = AtomicU32::new(0);
 /// (seen: a first call of `down` that made 4 attempts).
 static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
-// The default budget: a reserve of 2 retries, and a tenth of a retry per request.
+// The default budget: a reserve of one whole call's retries (5), and a tenth of a retry
+// per request.
 #[retry(base = "1ms", jitter = "none")]
 #[idempotent]
 async fn down() -> io::Result<u32> {
@@ -32,9 +33,10 @@ async fn attempts_of_one_call() -> u32 {
 #[tokio::test(start_paused = true)]
 async fn reset_refills_a_drained_budget_and_zeroes_the_statistics() {
     let _one = ONE_AT_A_TIME.lock().await;
-    // An outage drains the reserve: the first call retries twice, and soon a call is
-    // refused any retry (a tenth of a token per request grants one now and then).
-    assert_eq!(attempts_of_one_call().await, 3);
+    // An outage drains the reserve: the first call makes all 6 of its attempts, and soon
+    // a call is refused any retry (a tenth of a token per request grants one now and
+    // then).
+    assert_eq!(attempts_of_one_call().await, 6);
     let mut calls = 1;
     while attempts_of_one_call().await > 1 {
         calls += 1;
@@ -46,7 +48,7 @@ async fn reset_refills_a_drained_budget_and_zeroes_the_statistics() {
     persevere::stats::reset();
     let stats = persevere::stats::get("down").expect("still registered");
     assert_eq!((stats.requests, stats.attempts, stats.retries), (0, 0, 0));
-    assert_eq!(attempts_of_one_call().await, 3);
+    assert_eq!(attempts_of_one_call().await, 6);
 }
 
 #[retry]

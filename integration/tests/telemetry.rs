@@ -559,7 +559,10 @@ fn an_abandoned_call_is_an_event_and_a_metric() {
 }
 
 /// One token and no income: the first call's retry is granted, the second's refused.
-static ONE_RETRY: RetryBudget = RetryBudget::new().with_ratio(0.0).with_floor(1);
+static ONE_RETRY: RetryBudget = RetryBudget::new()
+    .with_ratio(0.0)
+    .with_floor(1)
+    .with_reserve(1);
 
 #[retry(attempts = 2, base = "10ms", jitter = "none", budget = ONE_RETRY)]
 #[idempotent]

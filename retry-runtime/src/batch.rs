@@ -22,10 +22,11 @@
 //! that calls it.
 //!
 //! What this costs the budget: requests are counted up to `BATCH - 1` calls late per
-//! thread and function, and at the time they are added rather than when they were made.
-//! So a thread that made a few calls long ago and then fails adds them as requests of
-//! the last second, which the budget may hold in full: at most `BATCH - 1` of them, 6
-//! more retries at the default 10 %.
+//! thread and function, and are taken as spread evenly over the time since the slot's
+//! previous batch (or its first count), the one clock read of a batch. So a thread that
+//! made a few calls long ago and then fails adds them as requests of that long stretch,
+//! not of the last second: they lift what a busy budget may hold by their share of its
+//! window only.
 //!
 //! A function has a slot once its policy has statistics (every `#[retry]` function's
 //! does; a `Policy` of your own for `retry_fn` has them if you give it a
@@ -33,7 +34,7 @@
 //! called, and policies without statistics, count each call at once instead: a clock
 //! read and an atomic update of the budget.
 //!
-//! The table is 7 KiB of thread-local memory (256 slots of 24 bytes and their 4-byte
+//! The table is 9 KiB of thread-local memory (256 slots of 32 bytes and their 4-byte
 //! counts), in every thread of a process that links persevere.
 
 use std::cell::Cell;
@@ -60,6 +61,9 @@ struct Slot {
     /// Of the pending successes, how many the statistics already count (added by a read
     /// on this thread).
     counted: Cell<u32>,
+    /// Since when the pending successes were made: the slot's last flush, or its first
+    /// count. The budget takes them as spread over the time since.
+    since: Cell<Option<CompactInstant>>,
 }
 
 impl Slot {
@@ -68,19 +72,21 @@ impl Slot {
             budget: Cell::new(None),
             successes: Cell::new(None),
             counted: Cell::new(0),
+            since: Cell::new(None),
         }
     }
 
-    /// Adds `pending` successes to the budget, as requests made at `now`, and to the
-    /// statistics.
+    /// Adds `pending` successes to the budget, as requests made since the last flush
+    /// (or the first count) and up to `now`, and to the statistics.
     #[cold]
     fn flush(&self, pending: u32, now: CompactInstant) {
         let counted = self.counted.replace(0);
+        let since = self.since.replace(Some(now)).unwrap_or(now);
         if pending == 0 {
             return;
         }
         if let Some(budget) = self.budget.get() {
-            budget.deposit_many(now, pending);
+            budget.deposit_many(now, pending, since);
         }
         add_to(self.successes.get(), pending - counted);
     }
@@ -198,16 +204,17 @@ fn edge(sink: impl FnOnce() -> Sink, slot: usize, left: u32, now: impl FnOnce() 
         SLOTS_OF_THIS_THREAD.with(|slots| slots[slot].flush(BATCH, CompactInstant::new(now())));
     } else {
         LEFT.with(|left| left[slot].set(BATCH - 1));
-        begin(sink(), slot);
+        begin(sink(), slot, CompactInstant::new(now()));
     }
 }
 
-/// A slot's first count: it learns its function's budget and statistics, and the
-/// thread arms the flush at its exit.
-fn begin(sink: Sink, slot: usize) {
+/// A slot's first count, at `now`: it learns its function's budget and statistics, and
+/// the thread arms the flush at its exit.
+fn begin(sink: Sink, slot: usize, now: CompactInstant) {
     SLOTS_OF_THIS_THREAD.with(|slots| {
         slots[slot].budget.set(Some(sink.budget));
         slots[slot].successes.set(Some(sink.successes));
+        slots[slot].since.set(Some(now));
     });
     arm_flush_at_exit();
 }

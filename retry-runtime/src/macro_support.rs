@@ -284,7 +284,9 @@ impl Site {
         };
         Self {
             policy: policy.with_stats(&this.stats),
-            budget: RetryBudget::new(),
+            // Its reserve is one whole call's retries: a call after quiet makes every
+            // attempt its function allows.
+            budget: RetryBudget::new().with_reserve(policy.attempts() - 1),
             stats: RetryStats::new(name).with_budget(policy.budget()),
         }
     }

@@ -80,6 +80,16 @@ impl Epochs {
     pub(crate) fn nanos_since_origin(&self, now: Instant) -> u64 {
         self.since_origin(CompactInstant::new(now))
     }
+
+    /// [`Epochs::nanos_since_origin`] of a compact instant.
+    pub(crate) fn nanos_of(&self, now: CompactInstant) -> u64 {
+        self.since_origin(now)
+    }
+
+    /// The length of the window, in nanoseconds.
+    pub(crate) fn window_nanos(&self) -> u64 {
+        self.slot_nanos.saturating_mul(SLOTS as u64)
+    }
 }
 
 /// A count over the last [`SLOTS`] slots.
