@@ -371,10 +371,12 @@ async fn tasks_on_one_thread_never_see_each_others_layers() {
 // every request, or a share of them at random, for 60 s. Sized down from the example's
 // 1,000 clients to 200, so that a debug build runs each scenario in a fraction of a second;
 // the load and success thresholds are ratios, and the peaks (and the dependency's
-// capacity, 1,200 a second for 1,000) are scaled: 1,500 a second for 1,000 clients is 300
-// for 200. The peak of 1,500 holds from the outage's third second (the first two are
-// `the_first_second_of_an_outage`). 10 s of warm-up is enough for a budget of a reserve
-// and a share of requests, and 35 s after the outage for every call started in it to end.
+// capacity, 1,200 a second for 1,000) are scaled: 1,300 a second for 1,000 clients is 260
+// for 200. The peaks hold from the outage's third second (the first two are
+// `the_first_second_of_an_outage`). 10 s of warm-up makes each budget busy (its fresh
+// reserve cut to its floor), and 35 s after the outage let every call started in it end.
+// `tests/fleet_batched.rs` runs the same fleet with each client's first-try successes
+// batched, as `#[retry]` functions' are.
 
 #[path = "../integration/examples/storm/sim.rs"]
 #[allow(dead_code)] // The storm example reads more of the report.
@@ -440,7 +442,7 @@ fn a_total_outage_costs_at_most_1_2x_with_a_budget_per_client() {
     let report = storm(1.0, false);
     let seen = describe(&report);
     assert!(report.amplification() <= 1.20, "{seen}");
-    assert!(peak_after(&report, 2) <= 1500, "{seen}");
+    assert!(peak_after(&report, 2) <= 1300, "{seen}");
     assert_eq!(report.outage_succeeded, 0, "{seen}");
 }
 
@@ -450,7 +452,7 @@ fn half_the_requests_failing_costs_at_most_1_2x_and_more_than_half_succeed() {
     let report = storm(0.5, false);
     let seen = describe(&report);
     assert!(report.amplification() <= 1.20, "{seen}");
-    assert!(peak_after(&report, 2) <= 1500, "{seen}");
+    assert!(peak_after(&report, 2) <= 1550, "{seen}");
     assert!(report.outage_success_rate() >= 0.55, "{seen}");
 }
 
