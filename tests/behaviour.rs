@@ -247,9 +247,9 @@ async fn no_jitter_waits_double_up_to_the_cap() {
 
 /// For the tests that make many calls to one function, or more than two retries in one
 /// call: each `#[retry]` function otherwise has a retry budget of its own (10 % of
-/// requests plus a reserve of 2), which those calls would spend, ending calls early for a
-/// reason that is not the one under test. The other functions keep their default budget:
-/// none of them makes more than 2 retries, over this whole file.
+/// requests plus a floor of 2 once busy), which those calls would spend, ending calls
+/// early for a reason that is not the one under test. The other functions keep their
+/// default budget: none of them makes more than 2 retries, over this whole file.
 static UNLIMITED: RetryBudget = RetryBudget::unlimited();
 
 const JITTER_BASE: Duration = ms(100);

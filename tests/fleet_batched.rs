@@ -90,7 +90,9 @@ fn describe(report: &Report) -> String {
 // 1,751 a second after the first two, for 1,000 clients).
 #[test]
 fn batched_clients_keep_the_fleet_bounds() {
-    for (fail, most_load, most_then, least_success) in [(1.0, 1.20, 1300, 0.0), (0.5, 1.20, 1550, 0.55)] {
+    for (fail, most_load, most_then, least_success) in
+        [(1.0, 1.20, 1300, 0.0), (0.5, 1.20, 1550, 0.55)]
+    {
         let batched = storm(fail, true);
         let unbatched = storm(fail, false);
         let seen = format!(
@@ -110,6 +112,11 @@ fn batched_clients_keep_the_fleet_bounds() {
     // 256), and their first-try successes were counted there.
     let report = persevere::stats::all();
     assert_eq!(report.0.len(), CLIENTS as usize);
-    assert!(report.0.iter().all(|s| s.function == "fleet_batched::client"));
+    assert!(
+        report
+            .0
+            .iter()
+            .all(|s| s.function == "fleet_batched::client")
+    );
     assert!(report.0.iter().all(|s| s.attempts_to_success[0] > 0));
 }

@@ -39,8 +39,8 @@ const WORLD: World = World {
 const SEED: u64 = 1;
 /// The most load the defaults may add during a total outage: the budget's 10 % and some.
 const TARGET: f64 = 1.15;
-/// The same with a budget per client: the 10 %, and each client's reserve of 2 spent in
-/// the outage's first seconds (2 retries over 60 calls).
+/// The same with a budget per client: the 10 %, and each busy client's floor of 2 spent
+/// in the outage's first seconds (2 retries over 60 calls).
 const TARGET_PER_CLIENT: f64 = 1.20;
 
 static NO_BUDGET: RetryBudget = RetryBudget::unlimited();
@@ -198,7 +198,7 @@ fn main() -> ExitCode {
     println!(
         "\nScenario 2 runs every client in one process, so the per-function default budget is \
          one budget for the whole fleet;\n2b gives each client its own, as separate processes \
-         would have: each spends its reserve of 2 retries in the outage's\nfirst seconds \
+         would have: each spends its floor of 2 retries in the outage's\nfirst seconds \
          (the peak), then its 10 %."
     );
     let bursts: Vec<String> = seconds_above(&defaults, 1.5)

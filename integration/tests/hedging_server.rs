@@ -39,8 +39,8 @@ const CONCURRENCY: usize = 10;
 const SLOW_IDS: u64 = 10;
 
 /// The calls here hedge ten slow ids at about the same moment, early in the run; the
-/// default budget (a reserve of 2, and a tenth of a token per request, deposited in
-/// batches) could refuse some of those copies. What the budget allows is tested in
+/// default budget (a floor of 2 once busy, and a tenth of a token per request, deposited
+/// in batches) could refuse some of those copies. What the budget allows is tested in
 /// `tests/hedging.rs`.
 static UNLIMITED: RetryBudget = RetryBudget::unlimited();
 
