@@ -135,3 +135,43 @@ async fn retry_fn_with_the_default_policy_makes_every_attempt() {
     outcome.unwrap_err();
     assert_eq!(attempts.load(Ordering::SeqCst), 6);
 }
+
+static HISTORY: persevere::RetryBudget = persevere::RetryBudget::new();
+static HISTORY_ATTEMPTS: Attempts = Attempts::new();
+
+/// Succeeds or fails at once, as told; no wait between attempts.
+#[retry(base = "0s", budget = HISTORY)]
+#[idempotent]
+async fn after_history(fail: bool) -> io::Result<()> {
+    HISTORY_ATTEMPTS.next();
+    if fail { Err(reset()) } else { Ok(()) }
+}
+
+// The exact bound (Finagle's: retries over n failing calls = ratio x n + what the budget
+// held, within one), through `#[retry]` and its batches, after a burst of 20,000 calls
+// that succeeded and then an hour of quiet: 10,000 failing calls a millisecond apart
+// retry 1,000 + the reserve of 5 times. A second outage 5 s after the first, the budget
+// still busy and spent, gets the 1,000 alone.
+// Can fail: the burst's 2,000 tokens kept (3,000 retries).
+#[tokio::test(start_paused = true)]
+async fn the_exact_bound_holds_after_a_burst_and_after_quiet() {
+    persevere::seed_thread_rng(13);
+    for _ in 0..20_000 {
+        after_history(false).await.unwrap();
+        tokio::time::advance(Duration::from_micros(50)).await;
+    }
+    tokio::time::advance(Duration::from_secs(3600)).await;
+    for held in [5, 0] {
+        HISTORY_ATTEMPTS.take();
+        for _ in 0..10_000 {
+            after_history(true).await.unwrap_err();
+            tokio::time::advance(Duration::from_millis(1)).await;
+        }
+        let retries = HISTORY_ATTEMPTS.take() - 10_000;
+        assert!(
+            retries.abs_diff(1000 + held) <= 1,
+            "{retries} retries, held {held}"
+        );
+        tokio::time::advance(Duration::from_secs(5)).await;
+    }
+}

@@ -74,3 +74,33 @@ async fn reset_forgets_the_calls_a_thread_has_not_added_yet() {
     let stats = persevere::stats::get("up").expect("registered");
     assert_eq!((stats.requests, stats.succeeded), (1, 1));
 }
+
+static WAITING_BUDGET: persevere::RetryBudget = persevere::RetryBudget::new();
+
+#[retry(base = "10s", jitter = "none", budget = WAITING_BUDGET)]
+#[idempotent]
+async fn waits_long() -> io::Result<u32> {
+    Err(io::ErrorKind::ConnectionReset.into())
+}
+
+// A reset while a call waits to retry, and the call then dropped by its caller: the
+// retry it was granted and never made is given back without taking the zeroed count
+// below zero.
+// Can fail: `retries: 18446744073709551615` in the budget's snapshot.
+#[tokio::test(start_paused = true)]
+async fn a_call_dropped_after_a_reset_leaves_the_counts_sane() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let mut call = std::pin::pin!(waits_long());
+    let waited = tokio::time::timeout(std::time::Duration::from_secs(1), &mut call).await;
+    assert!(waited.is_err(), "the call is waiting for its retry");
+    persevere::stats::reset();
+    drop(call);
+    let now = tokio::time::Instant::now().into_std();
+    let budget = WAITING_BUDGET.snapshot(now);
+    assert_eq!(
+        (budget.requests, budget.retries, budget.refusals),
+        (0, 0, 0)
+    );
+    let stats = persevere::stats::get("waits_long").expect("registered");
+    assert!(stats.retries <= 1 && stats.attempts <= 2, "{stats:?}");
+}

@@ -238,17 +238,24 @@ impl RetryBudget {
         self.recent
             .add(epoch, in_window(n, span, self.epochs.window_nanos()));
         // Quiet: the time since the last request, less what each of these requests
-        // would have taken to keep the budget busy.
-        let previous = self
-            .last_request
-            .swap(at.saturating_add(1), Ordering::AcqRel);
+        // would have taken to keep the budget busy. The latest of requests spread over a
+        // span is taken to be as far from its end as they are apart, so that a request
+        // made now, after a batch of old ones, finds the quiet they left.
+        let latest = at
+            .saturating_sub(span / (u64::from(n) + 1))
+            .saturating_add(1);
+        let previous = self.last_request.fetch_max(latest, Ordering::AcqRel);
         let quiet = match previous {
             0 => u64::MAX,
-            previous => (at + 1)
+            previous => latest
                 .saturating_sub(previous)
                 .saturating_sub(nanos(QUIET_AFTER).saturating_mul(u64::from(n))),
         };
-        self.after_quiet.store(quiet > 0, Ordering::Release);
+        // Requests older than the latest one known say nothing of whether the budget is
+        // quiet now.
+        if latest > previous {
+            self.after_quiet.store(quiet > 0, Ordering::Release);
+        }
         let refill = self.refill(quiet);
         self.earn(
             self.ratio_ppm

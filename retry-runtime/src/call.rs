@@ -215,12 +215,13 @@ impl<'p, C: Clock> Call<'p, C> {
         let compact = CompactInstant::new(now);
         self.state.start_at(compact);
         if attempt == 1 {
-            // The budget learns of this request, and of the first-try successes this
-            // thread has pending, before the retry asks it.
-            policy.budget().deposit_compact(compact);
+            // The budget learns of the first-try successes this thread has pending, and
+            // then of this request (the latest, so that it finds the budget busy or quiet
+            // as those left it), before the retry asks it.
             if let Some(slot) = policy.stats().and_then(RetryStats::slot) {
                 batch::flush(slot, compact);
             }
+            policy.budget().deposit_compact(compact);
         }
         let step = if retried_inside && policy.layers() == Layers::Innermost {
             Step::GiveUp(GiveUp::RetriedInside)
