@@ -90,7 +90,7 @@ async fn waits_long() -> io::Result<u32> {
 #[tokio::test(start_paused = true)]
 async fn a_call_dropped_after_a_reset_leaves_the_counts_sane() {
     let _one = ONE_AT_A_TIME.lock().await;
-    let mut call = std::pin::pin!(waits_long());
+    let mut call = Box::pin(waits_long());
     let waited = tokio::time::timeout(std::time::Duration::from_secs(1), &mut call).await;
     assert!(waited.is_err(), "the call is waiting for its retry");
     persevere::stats::reset();
