@@ -869,6 +869,43 @@ mod tests {
         assert_eq!(in_window(3, nanos(secs(2)), nanos(secs(1))), 2);
     }
 
+    // The latest of a batch's requests is dated as far from the batch's end as its
+    // requests are apart: one request over the 30 s since the last is taken to be 15 s
+    // old, so the batch and the request made now after it each find 5 s of quiet beyond
+    // the first 10 (0.147 tokens each, with their tenths: 0.494).
+    // Can fail: the latest dated at the batch's start (no quiet for the batch, 20 s for
+    // the request: 0.788).
+    #[test]
+    fn a_batch_is_dated_by_the_spacing_of_its_requests() {
+        let budget = RetryBudget::new();
+        let start = Instant::now();
+        budget.deposit(start);
+        while budget.withdraw(start) {}
+        let drained = budget.snapshot(start).tokens;
+        let now = start + secs(30);
+        budget.deposit_many(CompactInstant::new(now), 1, CompactInstant::new(start));
+        budget.deposit(now);
+        let gained = budget.snapshot(now).tokens - drained;
+        let expected = 2.0 * (0.1 + 5.0 * 5.0 / 170.0);
+        assert!((gained - expected).abs() < 1e-5, "{gained} tokens");
+    }
+
+    // Requests at the same instant as the latest known are simultaneous with it: the
+    // quiet that came before holds for them too, and a fresh budget's second request at
+    // its first's instant leaves it its reserve.
+    // Can fail: a request at the same instant taken as one right after (the reserve cut
+    // to the floor of 2).
+    #[test]
+    fn requests_at_one_instant_share_the_quiet_before_them() {
+        let budget = RetryBudget::new();
+        let now = Instant::now();
+        budget.deposit(now);
+        budget.deposit(now);
+        assert_eq!(budget.snapshot(now).tokens, 5.0);
+        budget.deposit(now + ms(1));
+        assert_eq!(budget.snapshot(now + ms(1)).tokens, 2.0);
+    }
+
     // A retry granted before a reset and not made after it leaves the count at zero,
     // not 2^64 - 1.
     // Can fail: a count that wraps (18446744073709551615 retries).
