@@ -39,7 +39,7 @@ pub(crate) const REFILL: Duration = Duration::from_secs(170);
 ///   the requests of the last `window` (1 s by default) earned if that is more: a busy
 ///   budget can absorb a second's worth of failures at once, and the tokens of calls no
 ///   longer made are gone a window after they stop.
-/// - **While quiet** (no request for [`QUIET_AFTER`], 10 s), the budget refills towards
+/// - **While quiet** (no request for 10 s), the budget refills towards
 ///   its reserve: one whole call's retries (5 by default, `attempts - 1` for a
 ///   function's own budget), full three minutes after the last request. The first call
 ///   after quiet may spend it all; the next request that finds the budget busy again
