@@ -16,7 +16,9 @@ use std::time::{Duration, SystemTime};
 use http::header::RETRY_AFTER;
 use http::{HeaderMap, StatusCode};
 
+use crate::breaker::CircuitOpen;
 use crate::classify::{Class, Classify};
+use crate::timeout::AttemptTimedOut;
 
 /// A status by the table in the module documentation.
 impl Classify for StatusCode {
@@ -118,6 +120,43 @@ impl fmt::Display for StatusError {
 }
 
 impl std::error::Error for StatusError {}
+
+/// An attempt cut at its time limit, as a status: `504 Gateway Timeout`, transient. So a
+/// `StatusCode` is an async `#[retry]` function's error as it is. A bare status cannot
+/// tell a cut at the deadline from one at `attempt_timeout`, nor either from a server's
+/// own 504: where that matters, return an error type of yours that holds a
+/// [`AttemptTimedOut`].
+impl From<AttemptTimedOut> for StatusCode {
+    fn from(_: AttemptTimedOut) -> Self {
+        StatusCode::GATEWAY_TIMEOUT
+    }
+}
+
+/// A call the circuit breaker refused, as a status: `503 Service Unavailable`, the
+/// answer a server gives while it cannot serve. So a `StatusCode` is the error of a
+/// function with `breaker = ...` as it is.
+impl From<CircuitOpen> for StatusCode {
+    fn from(_: CircuitOpen) -> Self {
+        StatusCode::SERVICE_UNAVAILABLE
+    }
+}
+
+/// An attempt cut at its time limit: a `504 Gateway Timeout` with no `Retry-After`, as
+/// for [`StatusCode`]'s conversion. So the error of [`check`] is an async `#[retry]`
+/// function's error as it is.
+impl From<AttemptTimedOut> for StatusError {
+    fn from(cut: AttemptTimedOut) -> Self {
+        StatusError::new(StatusCode::from(cut), None)
+    }
+}
+
+/// A call the circuit breaker refused: a `503 Service Unavailable` that asks to come
+/// back when the breaker next lets a probe through.
+impl From<CircuitOpen> for StatusError {
+    fn from(open: CircuitOpen) -> Self {
+        StatusError::new(StatusCode::SERVICE_UNAVAILABLE, Some(open.retry_in()))
+    }
+}
 
 impl Classify for StatusError {
     fn classify(&self) -> Class {

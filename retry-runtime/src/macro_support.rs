@@ -79,7 +79,7 @@ impl<R> ShowOpaque for Describe<R> {
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot report an open circuit breaker",
     label = "`breaker = ...` needs `{Self}: From<persevere::CircuitOpen>`",
-    note = "while the breaker is open the function returns without running, and must say so in its own error type; add a variant for it and `impl From<persevere::CircuitOpen> for {Self}`"
+    note = "while the breaker is open the function returns without running, and must say so in its own error type; if `{Self}` is a type of yours, add a variant for it and `impl From<persevere::CircuitOpen> for {Self}`; if it is another crate's, return an error type of yours that wraps it; `std::io::Error`, `http::StatusCode` and `persevere::http::StatusError` (feature `http`), `persevere::reqwest::RequestError`, `Box<dyn Error + Send + Sync>` and `anyhow::Error` have it already"
 )]
 pub trait FromCircuitOpen {
     /// This error for a call the breaker refused.
@@ -191,7 +191,7 @@ pub fn idempotency_key<K: KeyParam>(_key: &K) {}
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot report an attempt cut short at its deadline or `attempt_timeout`",
     label = "an async `#[retry]` function cancels an attempt still running at its time limit, and needs `{Self}: From<persevere::AttemptTimedOut>` to say so",
-    note = "add a variant for it and `impl From<persevere::AttemptTimedOut> for {Self}` (or mark a variant that holds a `persevere::AttemptTimedOut` with `#[timed_out]` under `#[derive(Classify)]`); `std::io::Error`, `persevere::reqwest::RequestError`, `Box<dyn Error + Send + Sync>` and `anyhow::Error` have it already"
+    note = "if `{Self}` is a type of yours, add a variant for it and `impl From<persevere::AttemptTimedOut> for {Self}` (or mark a variant that holds a `persevere::AttemptTimedOut` with `#[timed_out]` under `#[derive(Classify)]`); if it is another crate's, no crate but persevere can give it that impl: return an error type of yours that wraps it (for `reqwest::Error`, `persevere::reqwest::RequestError` is one); `std::io::Error`, `http::StatusCode` and `persevere::http::StatusError` (feature `http`), `persevere::reqwest::RequestError`, `Box<dyn Error + Send + Sync>` and `anyhow::Error` have it already"
 )]
 pub trait FromTimeout {
     /// This error for a timed-out attempt.
