@@ -562,13 +562,28 @@ fn hedge(input: ParseStream) -> syn::Result<Spanned<HedgeAt>> {
             format!("a percentile is written with a small `p`: \"p{number}\""),
         ));
     }
-    if text.parse::<f64>().is_ok() {
-        return Err(syn::Error::new(
-            span,
-            format!(
+    // A plain number without a unit: each fix suggested is one that compiles. Anything
+    // else that reads as a number (`inf`, `1e3`, `-5`) is left to the duration's own
+    // message.
+    let plain = text.contains(|c: char| c.is_ascii_digit())
+        && text.chars().all(|c| c.is_ascii_digit() || c == '.')
+        && text.matches('.').count() <= 1;
+    if let (true, Ok(value)) = (plain, text.parse::<f64>()) {
+        let percentile = (50.0..100.0).contains(&value);
+        // Below a millisecond, tokio's timer cannot wait: a fraction reads as seconds.
+        let unit = if value >= 1.0 { "ms" } else { "s" };
+        let message = match (percentile, value > 0.0) {
+            (true, _) => format!(
                 "\"{text}\" has no unit: write a percentile \"p{text}\" or a delay such as \"{text}ms\""
             ),
-        ));
+            (false, true) => {
+                format!("\"{text}\" has no unit: write a delay such as \"{text}{unit}\"")
+            }
+            (false, false) => format!(
+                "\"{text}\" has no unit, and `hedge` after no delay would send every request twice; write the time after which an attempt is slow, e.g. \"50ms\", or a percentile such as \"p95\""
+            ),
+        };
+        return Err(syn::Error::new(span, message));
     }
     let delay = duration::parse(&text)
         .map_err(|m| syn::Error::new(span, format!("{m}; `hedge` takes {WHAT}")))?;

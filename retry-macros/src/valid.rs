@@ -12,6 +12,9 @@ use crate::diag::{locate, push};
 use crate::func::{RetryFn, bare};
 use crate::item::is_attr;
 
+/// The deadline of a call whose attribute names none: the runtime's `Policy::DEFAULT`.
+const DEFAULT_DEADLINE: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// Checks the function and the arguments together, adding every problem to `errors`.
 /// `marked_above`: an `#[idempotent]` written above `#[retry]` marks the function.
 pub fn function(args: &Args, item: &ItemFn, marked_above: bool, errors: &mut Option<syn::Error>) {
@@ -228,20 +231,24 @@ fn hedge(args: &Args, item: &ItemFn, marked_above: bool, errors: &mut Option<syn
     // A delay no shorter than the call's deadline or the attempt's time limit never sends
     // a copy: the attempt is cut first.
     if let HedgeAt::After(delay) = hedge.value {
+        // The deadline as written, or the runtime's default (`Policy::DEFAULT`'s 30 s).
+        let (deadline, key) = match &args.deadline {
+            Some(deadline) => (deadline.value, "`deadline`"),
+            None => (DEFAULT_DEADLINE, "the default `deadline`"),
+        };
         let limits = [
-            ("deadline", &args.deadline),
-            ("attempt_timeout", &args.attempt_timeout),
+            (Some(deadline), key),
+            (args.attempt_timeout.map(|t| t.value), "`attempt_timeout`"),
         ];
-        for (key, limit) in limits {
+        for (limit, key) in limits {
             if let Some(limit) = limit {
-                if delay >= limit.value {
+                if delay >= limit {
                     push(
                         errors,
                         syn::Error::new(
                             hedge.span,
                             format!(
-                                "`hedge` waits {delay:?}, no shorter than `{key}` ({:?}): the attempt is cut before a copy is ever sent; hedge after a delay well below it",
-                                limit.value
+                                "`hedge` waits {delay:?}, no shorter than {key} ({limit:?}): the attempt is cut before a copy is ever sent; hedge after a delay well below it"
                             ),
                         ),
                     );

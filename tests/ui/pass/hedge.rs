@@ -20,6 +20,20 @@ async fn write(key: IdempotencyKey, amount: u64) -> std::io::Result<u64> {
     Ok(amount)
 }
 
+// The fixes the errors of `tests/ui/hedge-odd-numbers.rs` suggest, and a delay just
+// under the default deadline.
+#[retry(hedge = "0.5s")]
+#[idempotent]
+async fn half_a_second() -> std::io::Result<()> {
+    Ok(())
+}
+
+#[retry(hedge = "29s")]
+#[idempotent]
+async fn just_under_the_default_deadline() -> std::io::Result<()> {
+    Ok(())
+}
+
 struct Client;
 
 impl Client {
@@ -36,4 +50,6 @@ async fn main() {
     assert_eq!(fetch_tail("ab".into(), &1.5).await.unwrap(), 3.0);
     assert_eq!(write(IdempotencyKey::new(), 5).await.unwrap(), 5);
     assert_eq!(Client.get(7).await.unwrap(), 7);
+    half_a_second().await.unwrap();
+    just_under_the_default_deadline().await.unwrap();
 }
