@@ -30,8 +30,8 @@ pub use persevere_runtime::integrations::*;
 pub use persevere_runtime::{
     AttemptTimedOut, Backoff, BeforeWait, BreakerSnapshot, BreakerState, BudgetSnapshot,
     CircuitBreaker, CircuitOpen, Class, Classify, Delays, GiveUp, IdempotencyKey, Jitter, Layers,
-    ParseKeyError, Permit, Policy, Repeat, RetryBudget, RetryState, RetryStats, StatsSnapshot,
-    Step, nested_failure_handled, retry_blocking, retry_fn, seed_thread_rng,
+    Limit, ParseKeyError, Permit, Policy, Repeat, RetryBudget, RetryState, RetryStats,
+    StatsSnapshot, Step, nested_failure_handled, retry_blocking, retry_fn, seed_thread_rng,
 };
 pub use persevere_runtime::{backoff, deadline, stats, telemetry};
 

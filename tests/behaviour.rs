@@ -771,7 +771,7 @@ async fn attempt_timeout_is_cut_at_the_deadline() {
     let result = slow_near_the_deadline(&probe).await;
     assert_eq!(
         result,
-        Err(TestError::TimedOut(AttemptTimedOut::after(ms(40))))
+        Err(TestError::TimedOut(AttemptTimedOut::at_deadline(ms(40))))
     );
     assert_eq!(probe.calls(), 2);
     assert_eq!(probe.offsets(), [ms(0), ms(210)]);
@@ -951,7 +951,7 @@ async fn an_attempt_timeout_beyond_the_deadline_is_cut_at_the_deadline() {
     let result = timeout_beyond_the_deadline(&probe).await;
     assert_eq!(
         result,
-        Err(TestError::TimedOut(AttemptTimedOut::after(ms(3000))))
+        Err(TestError::TimedOut(AttemptTimedOut::at_deadline(ms(3000))))
     );
     assert_eq!(probe.calls(), 1);
     assert_eq!(probe.elapsed(), ms(3000));

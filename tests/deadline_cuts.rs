@@ -101,7 +101,7 @@ async fn a_later_attempt_is_cut_at_the_deadline_with_what_was_left() {
     assert_eq!(start.elapsed(), secs(5));
     assert_eq!(
         result,
-        Err(ApiError::TimedOut(AttemptTimedOut::after(secs(4))))
+        Err(ApiError::TimedOut(AttemptTimedOut::at_deadline(secs(4))))
     );
     assert_eq!(attempts.counts(), (2, 0));
 }
@@ -722,4 +722,55 @@ async fn a_cut_attempt_of_a_body_loop_lets_go_of_what_it_holds_before_the_wait()
         assert_eq!(released.load(Ordering::SeqCst), 1);
     }
     assert_eq!(log, [1]);
+}
+
+/// The cut each attempt failed with, in order.
+static CUTS: std::sync::Mutex<Vec<persevere::Limit>> = std::sync::Mutex::new(Vec::new());
+
+fn record(before_wait: &persevere::BeforeWait<'_, io::Error>) {
+    if let Some(cut) = cut_of(before_wait.error) {
+        CUTS.lock().unwrap().push(cut.cut_by());
+    }
+}
+
+/// The `AttemptTimedOut` inside an `io::Error` made from one.
+fn cut_of(error: &io::Error) -> Option<AttemptTimedOut> {
+    error.get_ref()?.downcast_ref::<AttemptTimedOut>().copied()
+}
+
+#[retry(attempt_timeout = "100ms", deadline = "150ms", base = "10ms", jitter = "none", before_wait = record, budget = UNLIMITED)]
+#[idempotent]
+async fn hangs_within_both() -> io::Result<()> {
+    tokio::time::sleep(secs(3600)).await;
+    Ok(())
+}
+
+#[retry(deadline = "1s", budget = UNLIMITED)]
+#[idempotent]
+async fn hangs_within_the_deadline() -> io::Result<()> {
+    tokio::time::sleep(secs(3600)).await;
+    Ok(())
+}
+
+// The error says which limit cut the attempt: the first attempt its `attempt_timeout`
+// (at 100 ms, then retried after 10 ms), the second the deadline (at 150 ms, 40 ms into
+// it); a call without `attempt_timeout`, its deadline.
+// Can fail: both cuts reported as `attempt_timeout`s, in the same words (as before).
+#[tokio::test(start_paused = true)]
+async fn a_cut_says_which_limit_cut_it() {
+    let error = hangs_within_both().await.unwrap_err();
+    let last = cut_of(&error).expect("a cut");
+    assert_eq!(*CUTS.lock().unwrap(), [persevere::Limit::AttemptTimeout]);
+    assert_eq!(last.cut_by(), persevere::Limit::Deadline);
+    assert_eq!(last.limit(), Duration::from_millis(40));
+    assert_eq!(
+        error.to_string(),
+        "the attempt was cut at the call's deadline, after 40ms"
+    );
+
+    let error = hangs_within_the_deadline().await.unwrap_err();
+    assert_eq!(
+        cut_of(&error).map(|c| c.cut_by()),
+        Some(persevere::Limit::Deadline)
+    );
 }

@@ -108,6 +108,12 @@ impl<'p, C: Clock> Call<'p, C> {
         self.state.attempts()
     }
 
+    /// Whether the call's deadline has passed: an attempt cut now was cut by it, not by
+    /// its own `attempt_timeout`.
+    pub(crate) fn deadline_passed(&self) -> bool {
+        self.state.remaining(C::now()).is_zero()
+    }
+
     /// The frame for the layer of the next attempt, made now: the call's deadline, cut
     /// to the attempt's own `attempt_timeout` if that falls sooner (async calls only:
     /// a blocking attempt has no time limit of its own).

@@ -76,4 +76,4 @@ pub use retry_fn::{retry_blocking, retry_fn};
 pub use rng::seed_thread_rng;
 pub use state::{RetryState, Step};
 pub use stats::{RetryStats, StatsSnapshot};
-pub use timeout::AttemptTimedOut;
+pub use timeout::{AttemptTimedOut, Limit};

@@ -100,6 +100,24 @@ impl<'p, R> Run<'p, TokioClock, Timer<R>> {
         Held::get(self.project().held).project().timer
     }
 
+    /// What an attempt cut after `limit` failed with: cut by the call's deadline, or by
+    /// its own `attempt_timeout`. Without one, only the deadline cuts; with one, the
+    /// call has begun (with its state) at its first poll, and the deadline cut it if it
+    /// has passed.
+    #[cold]
+    fn cut(&self, limit: Duration) -> AttemptTimedOut {
+        let by_deadline = match (self.call(), self.policy.attempt_timeout()) {
+            (Some(call), Some(_)) => call.deadline_passed(),
+            (None, Some(timeout)) => timeout >= self.policy.deadline(),
+            (_, None) => true,
+        };
+        if by_deadline {
+            AttemptTimedOut::at_deadline(limit)
+        } else {
+            AttemptTimedOut::after(limit)
+        }
+    }
+
     /// The attempt's time limit, once it has passed (`None` if it has none).
     fn poll_limit(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Option<Duration> {
         let held = self.project().held.as_pin_mut()?;
@@ -353,7 +371,7 @@ pub(crate) fn drive<'p, R: Outcome>(
                         let Some(limit) = run.as_mut().poll_limit(cx) else {
                             return Poll::Pending;
                         };
-                        (handling.timed_out(AttemptTimedOut::after(limit)), true)
+                        (handling.timed_out(run.cut(limit)), true)
                     }
                 };
                 let failure = outcome.failure().map(|error| (error, timed_out));

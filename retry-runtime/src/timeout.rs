@@ -5,11 +5,11 @@ use std::time::Duration;
 
 use crate::classify::{Class, Classify};
 
-/// An attempt ran past its `attempt_timeout` (or past the call's deadline) and was
-/// cancelled.
+/// An attempt ran past its `attempt_timeout`, or past the call's deadline, and was
+/// cancelled; [`AttemptTimedOut::cut_by`] says which.
 ///
-/// It counts as a transient failure. A function with `attempt_timeout` set must be able
-/// to return it as its own error, through `From<AttemptTimedOut>`:
+/// It counts as a transient failure. The error type of an async retried function must be
+/// able to return it as its own error, through `From<AttemptTimedOut>`:
 ///
 /// ```
 /// use persevere_runtime::AttemptTimedOut;
@@ -31,23 +31,61 @@ use crate::classify::{Class, Classify};
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct AttemptTimedOut {
     limit: Duration,
+    by: Limit,
+}
+
+/// The time limit that cut an attempt.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Limit {
+    /// The attempt's own `attempt_timeout`: the call may go on with another attempt.
+    AttemptTimeout,
+    /// The call's deadline (its own, or one it inherited from an enclosing call or
+    /// deadline scope): no time is left for another attempt.
+    Deadline,
 }
 
 impl AttemptTimedOut {
-    /// An attempt cancelled after `limit`.
+    /// An attempt cancelled at its `attempt_timeout`, after `limit`.
     pub const fn after(limit: Duration) -> Self {
-        Self { limit }
+        Self {
+            limit,
+            by: Limit::AttemptTimeout,
+        }
+    }
+
+    /// An attempt cancelled at the call's deadline, after `limit`.
+    pub const fn at_deadline(limit: Duration) -> Self {
+        Self {
+            limit,
+            by: Limit::Deadline,
+        }
     }
 
     /// How long the attempt was allowed to run.
     pub const fn limit(&self) -> Duration {
         self.limit
     }
+
+    /// Which limit cut it.
+    pub const fn cut_by(&self) -> Limit {
+        self.by
+    }
 }
 
 impl fmt::Display for AttemptTimedOut {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "the attempt timed out after {:?}", self.limit)
+        match self.by {
+            Limit::AttemptTimeout => write!(
+                f,
+                "the attempt timed out after {:?} (its attempt_timeout)",
+                self.limit
+            ),
+            Limit::Deadline => write!(
+                f,
+                "the attempt was cut at the call's deadline, after {:?}",
+                self.limit
+            ),
+        }
     }
 }
 
@@ -74,9 +112,27 @@ mod tests {
     #[test]
     fn it_says_after_how_long_the_attempt_was_cut() {
         let cut = AttemptTimedOut::after(Duration::from_millis(250));
-        assert_eq!(cut.to_string(), "the attempt timed out after 250ms");
+        let said = "the attempt timed out after 250ms (its attempt_timeout)";
+        assert_eq!(cut.to_string(), said);
         let io = std::io::Error::from(cut);
         assert_eq!(io.kind(), std::io::ErrorKind::TimedOut);
-        assert_eq!(io.to_string(), "the attempt timed out after 250ms");
+        assert_eq!(io.to_string(), said);
+    }
+
+    // A cut at the deadline says so, in other words than one at `attempt_timeout`.
+    // Can fail: the same words for both (as before).
+    #[test]
+    fn it_says_which_limit_cut_the_attempt() {
+        let cut = AttemptTimedOut::at_deadline(Duration::from_secs(2));
+        assert_eq!(cut.cut_by(), Limit::Deadline);
+        assert_eq!(cut.limit(), Duration::from_secs(2));
+        assert_eq!(
+            cut.to_string(),
+            "the attempt was cut at the call's deadline, after 2s"
+        );
+        assert_eq!(
+            AttemptTimedOut::after(Duration::from_secs(2)).cut_by(),
+            Limit::AttemptTimeout
+        );
     }
 }
