@@ -106,10 +106,9 @@ impl<'p, R> Run<'p, TokioClock, Timer<R>> {
     /// has passed.
     #[cold]
     fn cut(&self, limit: Duration) -> AttemptTimedOut {
-        let by_deadline = match (self.call(), self.policy.attempt_timeout()) {
-            (Some(call), Some(_)) => call.deadline_passed(),
-            (None, Some(timeout)) => timeout >= self.policy.deadline(),
-            (_, None) => true,
+        let by_deadline = match self.policy.attempt_timeout() {
+            None => true,
+            Some(_) => self.call().is_none_or(|call| call.deadline_passed()),
         };
         if by_deadline {
             AttemptTimedOut::at_deadline(limit)
