@@ -233,7 +233,9 @@ impl RetryBudget {
             return;
         };
         let at = self.epochs.nanos_of(now);
-        let span = at.saturating_sub(self.epochs.nanos_of(since));
+        // From the instants themselves: a batch begun before the budget's first deposit
+        // (its epochs' origin) keeps its length.
+        let span = now.ticks().saturating_sub(since.ticks());
         let epoch = self.epochs.epoch_of(now);
         self.recent
             .add(epoch, in_window(n, span, self.epochs.window_nanos()));
@@ -265,9 +267,13 @@ impl RetryBudget {
         );
     }
 
-    /// What `quiet` nanoseconds of quiet give back: the reserve over [`REFILL`].
+    /// What `quiet` nanoseconds of quiet give back: the reserve over [`REFILL`]; after
+    /// all of it, whatever brings the balance to the reserve, debt included.
     fn refill(&self, quiet: u64) -> i64 {
         let reserve = self.quiet_ceiling();
+        if quiet >= nanos(REFILL) {
+            return reserve.saturating_add(PPM);
+        }
         let share = u128::from(quiet) * reserve as u128 / u128::from(nanos(REFILL));
         i64::try_from(share).map_or(reserve, |share| share.min(reserve))
     }
@@ -904,6 +910,43 @@ mod tests {
         assert_eq!(budget.snapshot(now).tokens, 5.0);
         budget.deposit(now + ms(1));
         assert_eq!(budget.snapshot(now + ms(1)).tokens, 2.0);
+    }
+
+    // After a whole refill's quiet, a budget in debt is back at its full reserve.
+    // Can fail: a refill capped at the reserve, added to the debt (4.1 tokens).
+    #[test]
+    fn a_budget_in_debt_refills_to_its_whole_reserve() {
+        let budget = RetryBudget::new();
+        let start = Instant::now();
+        budget.deposit(start);
+        while budget.withdraw(start) {}
+        // Ten requests of a tenth each, then one on the last tenth: into debt.
+        seed_thread_rng(21);
+        let mut now = start;
+        while budget.snapshot(now).tokens >= 0.0 {
+            now += ms(1);
+            budget.deposit(now);
+            budget.withdraw(now);
+        }
+        assert!(budget.snapshot(now).tokens < 0.0);
+        let later = now + secs(180);
+        budget.deposit(later);
+        assert_eq!(budget.snapshot(later).tokens, 5.0);
+    }
+
+    // A batch begun before the budget's first deposit keeps its length: 960 requests
+    // over the last 12 s count in the window for their twelfth (80, 8 tokens, and the
+    // request after them a tenth more), not as 960 of the last second.
+    // Can fail: a batch's start clamped to the budget's first deposit (96 tokens).
+    #[test]
+    fn a_batch_begun_before_the_first_deposit_keeps_its_length() {
+        let budget = RetryBudget::new();
+        let start = Instant::now();
+        let now = start + secs(12);
+        budget.deposit_many(CompactInstant::new(now), 960, CompactInstant::new(start));
+        budget.deposit(now + ms(1));
+        let tokens = budget.snapshot(now + ms(1)).tokens;
+        assert!((tokens - 8.1).abs() < 1e-9, "{tokens} tokens");
     }
 
     // A retry granted before a reset and not made after it leaves the count at zero,
