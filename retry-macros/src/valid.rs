@@ -20,7 +20,10 @@ const DEFAULT_DEADLINE: std::time::Duration = std::time::Duration::from_secs(30)
 pub fn function(args: &Args, item: &ItemFn, marked_above: bool, errors: &mut Option<syn::Error>) {
     signature(item, errors);
     idempotent(args, item, marked_above, errors);
-    unsent(args, errors);
+    let safe = marked_above
+        || args.key.is_some()
+        || item.attrs.iter().any(|attr| is_attr(attr, "idempotent"));
+    unsent(args, safe, errors);
     hedge(args, item, marked_above, errors);
     if let (Some(timeout), None) = (&args.attempt_timeout, &item.sig.asyncness) {
         push(
@@ -174,8 +177,9 @@ fn idempotent(args: &Args, item: &ItemFn, marked_above: bool, errors: &mut Optio
 
 /// `on = unsent` retries only the function's own unsent failures (the runtime's
 /// `Repeat::OnlyUnsent`): a key that concerns only failures it never retries would do
-/// nothing, and is refused at its name, saying why.
-fn unsent(args: &Args, errors: &mut Option<syn::Error>) {
+/// nothing, and is refused at its name, saying why. `safe`: the function is marked safe
+/// to repeat besides (`#[idempotent]` or a key).
+fn unsent(args: &Args, safe: bool, errors: &mut Option<syn::Error>) {
     if !matches!(args.on, Some(On::Unsent(_))) {
         return;
     }
@@ -196,16 +200,16 @@ fn unsent(args: &Args, errors: &mut Option<syn::Error>) {
             "`layers = \"every\"` retries failures that came out of nested `#[retry]` calls, and `on = unsent` never retries those: the nested call's attempts may have taken effect",
         ),
     ];
+    let fix = if safe {
+        "or drop `on = unsent`, since the function is marked safe to repeat already"
+    } else {
+        "or, if the function is safe to repeat, mark it `#[idempotent]` (or give it a `key = ...`) and drop `on = unsent`"
+    };
     for (key, given, why) in idle {
         if let (true, Some(span)) = (given, args.span_of(key)) {
             push(
                 errors,
-                syn::Error::new(
-                    span,
-                    format!(
-                        "{why}; remove `{key}`, or, if the function is safe to repeat, mark it `#[idempotent]` (or give it a `key = ...`) and drop `on = unsent`"
-                    ),
-                ),
+                syn::Error::new(span, format!("{why}; remove `{key}`, {fix}")),
             );
         }
     }
