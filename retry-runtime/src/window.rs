@@ -55,13 +55,13 @@ impl Epochs {
     /// The slot number of `now`.
     #[inline]
     pub(crate) fn epoch_of(&self, now: CompactInstant) -> u32 {
-        (self.since_origin(now) / self.slot_nanos) as u32
+        (self.nanos_of(now) / self.slot_nanos) as u32
     }
 
     /// Nanoseconds from the first instant seen to `now`, saturating at zero (an instant
     /// read just before the first by another thread).
     #[inline]
-    fn since_origin(&self, now: CompactInstant) -> u64 {
+    pub(crate) fn nanos_of(&self, now: CompactInstant) -> u64 {
         let ticks = now.ticks();
         let origin = match self.origin.load(Ordering::Relaxed) {
             0 => match self
@@ -78,12 +78,7 @@ impl Epochs {
 
     /// Nanoseconds from the first instant seen to `now`, for durations between instants.
     pub(crate) fn nanos_since_origin(&self, now: Instant) -> u64 {
-        self.since_origin(CompactInstant::new(now))
-    }
-
-    /// [`Epochs::nanos_since_origin`] of a compact instant.
-    pub(crate) fn nanos_of(&self, now: CompactInstant) -> u64 {
-        self.since_origin(now)
+        self.nanos_of(CompactInstant::new(now))
     }
 
     /// The length of the window, in nanoseconds.
