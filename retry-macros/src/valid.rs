@@ -20,10 +20,7 @@ const DEFAULT_DEADLINE: std::time::Duration = std::time::Duration::from_secs(30)
 pub fn function(args: &Args, item: &ItemFn, marked_above: bool, errors: &mut Option<syn::Error>) {
     signature(item, errors);
     idempotent(args, item, marked_above, errors);
-    let safe = marked_above
-        || args.key.is_some()
-        || item.attrs.iter().any(|attr| is_attr(attr, "idempotent"));
-    unsent(args, safe, errors);
+    unsent(args, safe_to_repeat(args, item, marked_above), errors);
     hedge(args, item, marked_above, errors);
     if let (Some(timeout), None) = (&args.attempt_timeout, &item.sig.asyncness) {
         push(
@@ -154,10 +151,7 @@ fn is_future(ty: &Type) -> bool {
 /// `marked_above` says, or below it, among the function's attributes), `key = ...` or
 /// `on = unsent`.
 fn idempotent(args: &Args, item: &ItemFn, marked_above: bool, errors: &mut Option<syn::Error>) {
-    let marked = marked_above
-        || args.key.is_some()
-        || matches!(args.on, Some(On::Unsent(_)))
-        || item.attrs.iter().any(|attr| is_attr(attr, "idempotent"));
+    let marked = safe_to_repeat(args, item, marked_above) || matches!(args.on, Some(On::Unsent(_)));
     if !marked {
         push(
             errors,
@@ -173,6 +167,12 @@ fn idempotent(args: &Args, item: &ItemFn, marked_above: bool, errors: &mut Optio
             ),
         );
     }
+}
+
+/// Whether the function is marked safe to repeat whatever its attempt did:
+/// `#[idempotent]` (above `#[retry]`, which `marked_above` says, or below it) or a key.
+fn safe_to_repeat(args: &Args, item: &ItemFn, marked_above: bool) -> bool {
+    marked_above || args.key.is_some() || item.attrs.iter().any(|attr| is_attr(attr, "idempotent"))
 }
 
 /// `on = unsent` retries only the function's own unsent failures (the runtime's
@@ -260,10 +260,7 @@ fn hedge(args: &Args, item: &ItemFn, marked_above: bool, errors: &mut Option<syn
             }
         }
     }
-    let idempotent = marked_above
-        || args.key.is_some()
-        || item.attrs.iter().any(|attr| is_attr(attr, "idempotent"));
-    if !idempotent {
+    if !safe_to_repeat(args, item, marked_above) {
         let unsent = if matches!(args.on, Some(On::Unsent(_))) {
             "; `on = unsent` is not enough: a hedge is sent before the first request is known to have failed, let alone never to have left"
         } else {
