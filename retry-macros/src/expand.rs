@@ -1,6 +1,6 @@
 //! Code generation for `#[retry]`.
 
-use proc_macro2::{Delimiter, Group, Span, TokenStream, TokenTree};
+use proc_macro2::{Delimiter, Group, Span, TokenStream};
 use quote::{quote, quote_spanned};
 use syn::spanned::Spanned;
 use syn::{Ident, ItemFn, Path, Type};
@@ -8,7 +8,7 @@ use syn::{Ident, ItemFn, Path, Type};
 use crate::args::{self, Args, HedgeAt, Jitter, Layers, On};
 use crate::diag::{locate, with_item};
 use crate::func::{self, RetryFn};
-use crate::item::{LightFn, is_attr};
+use crate::item::{LightFn, inner_attributes, is_attr};
 use crate::valid;
 
 /// Expands `#[retry(args)] item`. On any error, the errors are emitted together with
@@ -81,23 +81,9 @@ pub fn as_written(item: ItemFn, body: &Group, written_above: Option<&Path>) -> T
     let Some(path) = written_above else {
         return quote!(#(#attrs)* #vis #sig #body);
     };
-    let trees: Vec<TokenTree> = body.stream().into_iter().collect();
-    // The inner attributes: `#`, `!`, `[...]` each.
-    let inner = trees
-        .chunks(3)
-        .take_while(|tokens| match tokens {
-            [
-                TokenTree::Punct(hash),
-                TokenTree::Punct(bang),
-                TokenTree::Group(_),
-            ] => hash.as_char() == '#' && bang.as_char() == '!',
-            _ => false,
-        })
-        .count()
-        * 3;
-    let mut stream: TokenStream = trees[..inner].iter().cloned().collect();
+    let (mut stream, statements) = inner_attributes(body);
     stream.extend(quote!(#[allow(unused_imports)] use #path as _;));
-    stream.extend(trees[inner..].iter().cloned());
+    stream.extend(statements);
     let mut moved = Group::new(Delimiter::Brace, stream);
     moved.set_span(body.span());
     quote!(#(#attrs)* #vis #sig #moved)
@@ -204,6 +190,7 @@ fn classifier(args: &Args, output: &Type, private: &TokenStream) -> TokenStream 
 // Output, for an async fn that takes no `&mut` (paths are `::persevere::__private::...`):
 //
 //     fn fetch(client: &Client, id: u64) -> impl Future<Output = Result<User, ApiError>> {
+//         // the body's inner attributes, `#![...]`, if any
 //         static SITE: Site = Site::new(&SITE, concat!(module_path!(), "::fetch"),
 //             Policy::new().with_deadline(Duration::new(5, 0)), true);
 //         use idempotent as _; // the `#[idempotent]` read here, its import kept used
@@ -211,7 +198,10 @@ fn classifier(args: &Args, output: &Type, private: &TokenStream) -> TokenStream 
 //             &SITE.policy,
 //             move || {
 //                 let id = fresh(&id);
-//                 async move { body }
+//                 async move {
+//                     if let Some(fake) = None::<Result<User, ApiError>> { return fake; }
+//                     body
+//                 }
 //             },
 //             Handling::new(by_classify, (&&&Describe::<Result<User, ApiError>>::new()).show(),
 //                 Unused, Unused, Unused),
@@ -229,7 +219,7 @@ fn classifier(args: &Args, output: &Type, private: &TokenStream) -> TokenStream 
 //         loop {
 //             let buffer = &mut *buffer;
 //             let attempt = async {
-//                 if false { let fake: Result<usize, ApiError> = loop {}; return fake; }
+//                 if let Some(fake) = None::<Result<usize, ApiError>> { return fake; }
 //                 body
 //             };
 //             if let Some(outcome) = step(run.as_mut(), attempt, &handling).await {
@@ -308,7 +298,17 @@ fn generate(
         }
         !read
     });
-    let stmts = body.stream();
+    // The body's inner attributes go to the top of the generated function, which holds
+    // the body; the fake return gives the attempt's async block the function's return
+    // type before its body is checked, so `?`, `return` and the tail coerce and infer as
+    // they would in the function itself (`Err(Box::new(e))` into a `Box<dyn Error>`).
+    // It neither diverges nor needs a lint allowed, which a crate's `forbid` would refuse.
+    let (inner, stmts) = inner_attributes(&body);
+    let typed = quote! {
+        if let ::core::option::Option::Some(#fake) = ::core::option::Option::<#output>::None {
+            return #fake;
+        }
+    };
     let is_async = sig.asyncness.is_some();
     if is_async && !exclusive {
         // One future: the function returns the driver's `Retrying`, which makes each
@@ -360,8 +360,11 @@ fn generate(
                 &#site.policy,
                 #hedge_arg
                 move || {
-                        #(#rebinds)*
-                    async move { #stmts }
+                    #(#rebinds)*
+                    async move {
+                        #typed
+                        #stmts
+                    }
                 },
                 #handling,
             },
@@ -370,6 +373,7 @@ fn generate(
         return quote! {
             #(#attrs)*
             #vis #sig {
+                #inner
                 #site_static
                 #hedge_static
                 #marks
@@ -382,29 +386,21 @@ fn generate(
     // from it is reported there, once; so are the run and the handling it is given (the
     // handling's error type is the `Outcome`'s), while the attempt keeps the body's own.
     let (step, attempt) = if is_async {
-        // The fake return edge gives the async block the function's return type before
-        // its body is checked, so `?` and `return` in the body infer as they would in the
-        // function itself. Not `move`: the attempt borrows the arguments of the function
-        // it runs in.
+        // Not `move`: the attempt borrows the arguments of the function it runs in.
         let attempt = quote! {
             async {
-                #[allow(
-                    unreachable_code,
-                    clippy::diverging_sub_expression,
-                    clippy::empty_loop,
-                    clippy::let_unit_value,
-                    clippy::needless_return
-                )]
-                if false {
-                    let #fake: #output = loop {};
-                    return #fake;
-                }
+                #typed
                 #stmts
             }
         };
         (quote!(#private::step), attempt)
     } else {
-        (quote!(#private::step_blocking), quote!(|| -> #output #body))
+        let mut statements = Group::new(Delimiter::Brace, stmts);
+        statements.set_span(body.span());
+        (
+            quote!(#private::step_blocking),
+            quote!(|| -> #output #statements),
+        )
     };
     let step = {
         let function = locate(step, output.span());
@@ -432,6 +428,7 @@ fn generate(
     quote! {
         #(#attrs)*
         #vis #sig {
+            #inner
             #site_static
             #marks
             #key_check

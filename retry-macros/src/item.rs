@@ -53,6 +53,33 @@ impl LightFn {
     }
 }
 
+/// The body's inner attributes (`#![allow(...)]`, each `#`, `!` and `[...]`) and the
+/// statements after them. The attributes belong at the top of the function the body
+/// ends up in: a closure's or an async block's body cannot begin with one.
+pub fn inner_attributes(body: &Group) -> (TokenStream, TokenStream) {
+    let trees: Vec<TokenTree> = body.stream().into_iter().collect();
+    let inner = trees
+        .chunks(3)
+        .take_while(|tokens| match tokens {
+            [
+                TokenTree::Punct(hash),
+                TokenTree::Punct(bang),
+                TokenTree::Group(group),
+            ] => {
+                hash.as_char() == '#'
+                    && bang.as_char() == '!'
+                    && group.delimiter() == Delimiter::Bracket
+            }
+            _ => false,
+        })
+        .count()
+        * 3;
+    (
+        trees[..inner].iter().cloned().collect(),
+        trees[inner..].iter().cloned().collect(),
+    )
+}
+
 /// Whether `attr` is `#[name]` however its path is written: `#[retry]`,
 /// `#[persevere::retry]`.
 pub fn is_attr(attr: &Attribute, name: &str) -> bool {

@@ -61,14 +61,17 @@ fn signature(item: &ItemFn, errors: &mut Option<syn::Error>) {
     output(sig, errors);
     for input in &sig.inputs {
         if let FnArg::Receiver(receiver) = input {
-            if !matches!(*receiver.ty, Type::Reference(_)) {
-                push(
-                    errors,
-                    syn::Error::new(
-                        receiver.self_token.span,
-                        "`#[retry]` needs `&self` or `&mut self`: every attempt uses the receiver, and a `self` taken by value would be used up by the first attempt",
-                    ),
-                );
+            if !matches!(bare(&receiver.ty), Type::Reference(_)) {
+                // `self: Arc<Self>`, `self: Box<Self>`: the fix keeps the type.
+                let message = if receiver.colon_token.is_some() {
+                    format!(
+                        "`#[retry]` needs the receiver by reference: every attempt uses it, and a `self` taken by value would be used up by the first attempt; take `self: &{}` (clone it inside the body where an attempt needs its own)",
+                        as_written(&receiver.ty)
+                    )
+                } else {
+                    "`#[retry]` needs `&self` or `&mut self`: every attempt uses the receiver, and a `self` taken by value would be used up by the first attempt".to_owned()
+                };
+                push(errors, syn::Error::new(receiver.self_token.span, message));
             }
         }
     }
@@ -94,10 +97,61 @@ fn output(sig: &Signature, errors: &mut Option<syn::Error>) {
         )
     } else if !may_be_result(written) {
         "`#[retry]` needs a function that returns `Result`: this type has no `Err`, so no failure can be seen or retried; declare `-> Result<T, E>`".to_owned()
+    } else if let Some(opaque) = opaque_within(written) {
+        push(
+            errors,
+            syn::Error::new_spanned(
+                opaque,
+                "`#[retry]` cannot wrap a function whose result has `impl Trait` in it: each attempt's result passes through the retry driver, which must name its type, and Rust allows `impl Trait` only in a signature; name the type, or box it (`Box<dyn Trait>`)",
+            ),
+        );
+        return;
     } else {
         return;
     };
     push(errors, syn::Error::new_spanned(ty, message));
+}
+
+/// `ty` as a user writes it: `Arc<Self>`, not the token stream's `Arc < Self >`.
+fn as_written(ty: &Type) -> String {
+    let spaced = quote!(#ty).to_string();
+    let mut written = String::with_capacity(spaced.len());
+    let mut tokens = spaced.split(' ').peekable();
+    while let Some(token) = tokens.next() {
+        written.push_str(token);
+        let next = tokens.peek().copied().unwrap_or_default();
+        let joined = ["<", "&", "::", "'"].contains(&token)
+            || [">", "<", ",", "::"].contains(&next)
+            || next.is_empty();
+        if !joined {
+            written.push(' ');
+        }
+    }
+    written
+}
+
+/// The first `impl Trait` inside `ty`'s generic arguments, tuples, references, arrays
+/// and slices (`Result<impl Display, E>`, `io::Result<(u8, impl Debug)>`).
+fn opaque_within(ty: &Type) -> Option<&Type> {
+    match ty {
+        Type::ImplTrait(_) => Some(ty),
+        Type::Group(group) => opaque_within(&group.elem),
+        Type::Paren(paren) => opaque_within(&paren.elem),
+        Type::Reference(reference) => opaque_within(&reference.elem),
+        Type::Array(array) => opaque_within(&array.elem),
+        Type::Slice(slice) => opaque_within(&slice.elem),
+        Type::Tuple(tuple) => tuple.elems.iter().find_map(opaque_within),
+        Type::Path(path) => path.path.segments.iter().find_map(|segment| {
+            let syn::PathArguments::AngleBracketed(arguments) = &segment.arguments else {
+                return None;
+            };
+            arguments.args.iter().find_map(|argument| match argument {
+                syn::GenericArgument::Type(ty) => opaque_within(ty),
+                _ => None,
+            })
+        }),
+        _ => None,
+    }
 }
 
 /// Whether `ty` may be a `Result`: false for the types that plainly are not (`()`, a

@@ -117,7 +117,8 @@ where
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is passed by value to a `#[retry]` function but is not `Clone`",
     label = "each attempt needs its own copy of this argument",
-    note = "the first attempt would use up the value and leave nothing for a retry; take it by reference (`&{Self}`) or share it behind an `Arc`"
+    note = "the first attempt would use up the value and leave nothing for a retry; take it by reference or share it behind an `Arc`",
+    note = "an `&mut` behind a type alias is taken by value too, since a macro cannot see through the alias: write the reference out in the signature (`name: &mut T`), and each attempt reborrows it"
 )]
 pub trait Fresh: Sized {
     /// A copy for the next attempt.
