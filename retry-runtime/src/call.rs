@@ -114,6 +114,12 @@ impl<'p, C: Clock> Call<'p, C> {
         self.state.remaining(C::now()).is_zero()
     }
 
+    /// The call's deadline, once its clock has started (`None` before, or for a call
+    /// without one).
+    pub(crate) fn deadline(&self) -> Option<CompactInstant> {
+        self.state.deadline_at()
+    }
+
     /// The frame for the layer of the next attempt, made now: the call's deadline, cut
     /// to the attempt's own `attempt_timeout` if that falls sooner (async calls only:
     /// a blocking attempt has no time limit of its own).

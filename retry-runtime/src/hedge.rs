@@ -22,8 +22,13 @@
 //!   `hedges_won`) and, through a permit of its own, in the breaker; a copy that fails
 //!   with a transient error while another is in flight is told to the breaker then, and
 //!   does not end the attempt; a permanent failure ends it at once.
-//! - **nested calls**: the copies share the call's layer (its deadline), and each keeps
-//!   its own mark of a nested `#[retry]` call's failure, swapped in around its polls.
+//! - **time limits**: each copy is an attempt, cut at its own `attempt_timeout` counted
+//!   from when it was sent (within the call's deadline), not at the first's: the
+//!   driver's timer cuts the hedged attempt at its latest copy's limit, and a copy whose
+//!   limit passes while a later one runs is dropped then.
+//! - **nested calls**: each copy runs in a layer of its own, whose deadline is the
+//!   copy's limit (the first's without an `attempt_timeout`), and keeps its own mark of a
+//!   nested `#[retry]` call's failure.
 //!
 //! The compile-time half of hedging is in the macros: `hedge` is accepted only on an
 //! `async fn` marked `#[idempotent]` or taking an idempotency key, with no `&mut`
@@ -38,10 +43,10 @@ use crate::batch;
 use crate::breaker::{BreakerState, Permit};
 use crate::call;
 use crate::classify::Class;
-use crate::clock::{Clock, CompactInstant, TokioClock};
+use crate::clock::{Clock, CompactDeadline, CompactInstant, TokioClock};
 use crate::handling::Outcome;
 use crate::latency::LatencySketch;
-use crate::layer::swap_inner_failure;
+use crate::layer::{Entered, Frame, current_frame, enclosing_deadline, swap_inner_failure};
 use crate::policy::{Policy, Repeat};
 use crate::telemetry;
 
@@ -129,8 +134,11 @@ impl Hedge {
 struct Sent<G> {
     future: Pin<Box<G>>,
     sent: Instant,
-    // Whether a nested `#[retry]` call gave up in this copy (see `layer`).
-    marked: bool,
+    // The copy's own time limit, if the function has an `attempt_timeout`.
+    limit: Option<Instant>,
+    // The copy's layer, installed around its polls: its deadline (its own time limit,
+    // else the first's) and whether a nested `#[retry]` call gave up in it.
+    frame: Frame,
 }
 
 pin_project_lite::pin_project! {
@@ -157,6 +165,16 @@ pin_project_lite::pin_project! {
         classify: fn(&E) -> Class,
         // Whether this is the call's first attempt (no restart yet).
         first_attempt: bool,
+        // Each copy is an attempt, cut at its own `attempt_timeout` (within the call's
+        // deadline, which `Hedging` tells once the call has begun): the driver's timer
+        // cuts the whole at the latest copy's limit, to which `Hedging` moves it when a
+        // copy is sent (`extended`); `cut` drops an earlier one at its own.
+        timeout: Option<Duration>,
+        deadline: Option<Instant>,
+        first_limit: Option<Instant>,
+        extended: Option<(Instant, Duration)>,
+        #[pin]
+        cut: Option<tokio::time::Sleep>,
     }
 }
 
@@ -197,7 +215,29 @@ where
             policy,
             classify,
             first_attempt: true,
+            timeout: policy.attempt_timeout(),
+            deadline: None,
+            first_limit: None,
+            extended: None,
+            cut: None,
         }
+    }
+
+    /// Whether each copy has a time limit of its own.
+    pub(crate) fn times_out(&self) -> bool {
+        self.timeout.is_some()
+    }
+
+    /// Tells the copies the call's deadline, within which each copy's limit falls; and
+    /// returns where the driver's timer must now cut the attempt, if a copy sent since
+    /// has moved it: the instant, and the copy's limit.
+    pub(crate) fn exchange(
+        self: Pin<&mut Self>,
+        deadline: Option<Instant>,
+    ) -> Option<(Instant, Duration)> {
+        let this = self.project();
+        *this.deadline = deadline;
+        this.extended.take()
     }
 
     /// Drops every copy in flight, and makes the next attempt, not yet hedged.
@@ -211,6 +251,9 @@ where
         *this.first_marked = false;
         *this.sent = None;
         *this.first_attempt = false;
+        *this.first_limit = None;
+        *this.extended = None;
+        this.cut.set(None);
         this.first.set(Some((this.make)()));
     }
 }
@@ -222,7 +265,82 @@ where
 {
     type Output = G::Output;
 
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<G::Output> {
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<G::Output> {
+        loop {
+            if let Poll::Ready(outcome) = self.as_mut().poll_copies(cx) {
+                return Poll::Ready(outcome);
+            }
+            if !self.times_out() {
+                return Poll::Pending;
+            }
+            self.as_mut().cut_expired();
+            let cut = self.as_mut().project().cut.as_pin_mut();
+            if !cut.is_some_and(|cut| cut.poll(cx).is_ready()) {
+                return Poll::Pending;
+            }
+        }
+    }
+}
+
+impl<M, G, E> Copies<'_, M, G, E>
+where
+    M: FnMut() -> G,
+    G: Future<Output: Outcome<Err = E>>,
+{
+    /// Drops each copy (the first included) whose own time limit has passed while one
+    /// with a later limit runs, as a transient failure told to the breaker, and sets
+    /// `cut` to the next such limit. The copy with the latest limit is the driver's to
+    /// cut, with the attempt.
+    fn cut_expired(self: Pin<&mut Self>) {
+        let mut this = self.project();
+        let now = TokioClock::now();
+        let first = if this.first.is_some() {
+            *this.first_limit
+        } else {
+            None
+        };
+        let latest = first
+            .into_iter()
+            .chain(this.copies.iter().flatten().filter_map(|copy| copy.limit))
+            .max();
+        let Some(latest) = latest else {
+            this.cut.set(None);
+            return;
+        };
+        let mut next: Option<Instant> = None;
+        let mut expired = |limit: Instant| {
+            if limit >= latest {
+                return false;
+            }
+            if limit <= now {
+                // Another copy runs on, with a later limit.
+                failure_ends(this.policy, Class::Transient, 1);
+                return true;
+            }
+            next = Some(next.map_or(limit, |next| next.min(limit)));
+            false
+        };
+        if first.is_some_and(&mut expired) {
+            this.first.set(None);
+        }
+        for slot in this.copies.iter_mut() {
+            if slot
+                .as_ref()
+                .and_then(|copy| copy.limit)
+                .is_some_and(&mut expired)
+            {
+                *slot = None;
+            }
+        }
+        match (next, this.cut.as_mut().as_pin_mut()) {
+            (Some(at), Some(cut)) => cut.reset(at.into()),
+            (Some(at), None) => this.cut.set(Some(tokio::time::sleep_until(at.into()))),
+            (None, _) => this.cut.set(None),
+        }
+    }
+
+    /// Polls the first and the copies, and sends the next copy when its time comes.
+    fn poll_copies(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<G::Output> {
         let mut this = self.project();
         let hedge = *this.hedge;
         let policy = *this.policy;
@@ -246,13 +364,13 @@ where
                             let Some(copy) = &mut this.copies[i] else {
                                 continue;
                             };
-                            swap_inner_failure(copy.marked);
+                            let entered = Entered::new(copy.frame);
                             let poll = copy.future.as_mut().poll(cx);
-                            copy.marked = swap_inner_failure(false);
+                            copy.frame = entered.leave();
                             let Poll::Ready(outcome) = poll else {
                                 continue;
                             };
-                            let (sent, marked) = (copy.sent, copy.marked);
+                            let (sent, marked) = (copy.sent, copy.frame.inner_failed());
                             this.copies[i] = None;
                             let latency = TokioClock::now() - sent;
                             let in_flight = usize::from(this.first.is_some())
@@ -322,6 +440,10 @@ where
                     // The first poll that found the attempt waiting: the delay starts.
                     let now = TokioClock::now();
                     *this.started = Some(now);
+                    // The first's limit is its layer's deadline.
+                    if this.timeout.is_some() {
+                        *this.first_limit = enclosing_deadline();
+                    }
                     *this.delay = hedge.delay();
                     if let Some(delay) = *this.delay {
                         this.timer
@@ -347,10 +469,24 @@ where
                 .position(Option::is_none)
                 .expect("a free slot");
             let now = TokioClock::now();
+            // The copy's limit, within the call's deadline; without one, the copy runs
+            // in the first's layer.
+            let limit = this.timeout.map(|timeout| {
+                let own = now + timeout;
+                this.deadline.map_or(own, |deadline| deadline.min(own))
+            });
+            let frame = match limit {
+                Some(limit) => {
+                    *this.extended = Some((limit, limit - now));
+                    Frame::known(CompactDeadline::new(Some(limit)))
+                }
+                None => current_frame().moved_on(),
+            };
             this.copies[i] = Some(Sent {
                 future: Box::pin((this.make)()),
                 sent: now,
-                marked: false,
+                limit,
+                frame,
             });
             let sent = sent + 1;
             *this.sent = Some(sent);

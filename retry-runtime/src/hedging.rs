@@ -44,9 +44,16 @@ where
 {
     fn parts(self: Pin<&mut Self>) -> Parts<'_, 'p, G::Output> {
         let this = self.project();
+        let (mut copies, mut run) = (this.copies, this.run);
+        // Copies with time limits of their own: the attempt is cut at the latest.
+        if copies.times_out() {
+            if let Some((end, limit)) = copies.as_mut().exchange(run.deadline()) {
+                run.as_mut().extend_limit(end, limit);
+            }
+        }
         Parts {
-            attempt: Some(this.copies),
-            run: this.run,
+            attempt: Some(copies),
+            run,
             handling: this.handling,
             caller_makes_next: false,
         }

@@ -194,6 +194,11 @@ pub(crate) fn enclosing(now: impl FnOnce() -> Instant) -> CompactDeadline {
     deadline
 }
 
+/// The frame of the layer whose attempt runs now.
+pub(crate) fn current_frame() -> Frame {
+    FRAME.get()
+}
+
 /// Tells the enclosing layer, if any, that a failure went through a retrying layer.
 pub(crate) fn mark_inner_failure() {
     // Outside any layer, the mark is on `Frame::OUTSIDE`'s copy, which nobody reads.

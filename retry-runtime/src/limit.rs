@@ -77,15 +77,26 @@ impl<R> Timer<R> {
 
     /// Cuts the attempt in flight after `limit` from now; `None` for no limit.
     pub(crate) fn arm(self: Pin<&mut Self>, limit: Option<Duration>) {
-        let this = self.project();
         match limit {
-            Some(limit) => {
-                let nanos = u64::try_from(limit.as_nanos()).unwrap_or(u64::MAX);
-                *this.state = LIMIT | nanos.min(!PHASE);
-                Self::start(this.sleep, limit);
-            }
-            None => *this.state = NO_LIMIT,
+            Some(limit) => self.arm_until(Instant::now() + limit, limit),
+            None => *self.project().state = NO_LIMIT,
         }
+    }
+
+    /// Cuts the attempt in flight at `end`, its time limit being `limit`.
+    pub(crate) fn arm_until(self: Pin<&mut Self>, end: Instant, limit: Duration) {
+        let mut this = self.project();
+        let nanos = u64::try_from(limit.as_nanos()).unwrap_or(u64::MAX);
+        *this.state = LIMIT | nanos.min(!PHASE);
+        match this.sleep.as_mut().as_pin_mut() {
+            Some(sleep) => sleep.reset(end),
+            None => this.sleep.set(Some(tokio::time::sleep_until(end))),
+        }
+    }
+
+    /// Whether an attempt runs with its limit set.
+    pub(crate) fn is_limited(&self) -> bool {
+        self.state & PHASE == LIMIT
     }
 
     /// The attempt's limit, once it has passed.

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use crate::breaker::CircuitOpen;
 use crate::call::{Call, Decision, Failure, first_try_success};
-use crate::clock::{Clock, SystemClock, TokioClock};
+use crate::clock::{Clock, CompactInstant, SystemClock, TokioClock};
 use crate::handling::{Handle, Handling, OnOpen, OnTimeout, OnWait, Outcome, ShowError};
 use crate::hook::BeforeWait;
 use crate::layer::{Entered, Frame};
@@ -114,6 +114,24 @@ impl<'p, R> Run<'p, TokioClock, Timer<R>> {
             AttemptTimedOut::at_deadline(limit)
         } else {
             AttemptTimedOut::after(limit)
+        }
+    }
+
+    /// The call's deadline, once its clock has started.
+    pub(crate) fn deadline(&self) -> Option<std::time::Instant> {
+        self.call()?.deadline().map(CompactInstant::get)
+    }
+
+    /// Moves the cut of the attempt in flight to `end`, its limit being `limit`: for a
+    /// hedged attempt, whose copies each have their own limit, the latest copy's. Only
+    /// an attempt whose limit is set is moved.
+    pub(crate) fn extend_limit(self: Pin<&mut Self>, end: std::time::Instant, limit: Duration) {
+        let Some(held) = self.project().held.as_pin_mut() else {
+            return;
+        };
+        let timer = held.project().timer;
+        if timer.is_limited() {
+            timer.arm_until(end.into(), limit);
         }
     }
 

@@ -143,11 +143,17 @@ impl<'p> RetryState<'p> {
     #[inline]
     pub(crate) fn frame(&self) -> Frame {
         match self.started {
-            Some(started) => Frame::known(CompactDeadline::from_compact(
-                (self.deadline != u64::MAX).then(|| started.plus_nanos(self.deadline)),
-            )),
+            Some(_) => Frame::known(CompactDeadline::from_compact(self.deadline_at())),
             None => Frame::lazy(self.deadline),
         }
+    }
+
+    /// The instant of the deadline, once the clock has started; `None` before, or for a
+    /// call without one.
+    #[inline]
+    pub(crate) fn deadline_at(&self) -> Option<CompactInstant> {
+        let started = self.started?;
+        (self.deadline != u64::MAX).then(|| started.plus_nanos(self.deadline))
     }
 
     /// The frame for the layer of an attempt made at `now` whose own time limit is
