@@ -268,9 +268,11 @@ fn arm(
                 quote!(#path { #member: #krate::__private::timed_out_field(#error) }),
                 field.ty.span(),
             );
+            // The field is read here, so that a crate that only matches the variant is
+            // not told that its field is never read.
             return Some(Arm {
-                pattern: quote!(#path { .. }),
-                class: quote_spanned!(span=> #krate::Class::Transient),
+                pattern: quote!(#path { #member: #binding, .. }),
+                class: quote_spanned!(span=> #krate::__private::timed_out_class(#binding)),
                 timed_out: Some(value),
             });
         }

@@ -228,6 +228,14 @@ pub fn timed_out_field<F: TimedOutField>(timeout: AttemptTimedOut) -> F {
     F::timed_out_field(timeout)
 }
 
+/// The class of a `#[timed_out]` variant, whose field is `field`: an attempt cut at its
+/// time limit is transient.
+#[inline]
+pub fn timed_out_class<F>(field: &F) -> Class {
+    let _ = field;
+    Class::Transient
+}
+
 /// The type of a `#[retry_after]` field of a `#[derive(Classify)]` error.
 #[diagnostic::on_unimplemented(
     message = "a `#[retry_after]` field must be a `Duration` or an `Option<Duration>`, not `{Self}`",
