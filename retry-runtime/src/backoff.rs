@@ -19,7 +19,7 @@ use crate::policy::{Jitter, Policy};
 ///
 /// ```
 /// use std::time::Duration;
-/// use persevere_runtime::{Backoff, Jitter, Policy};
+/// use persevere::{Backoff, Jitter, Policy};
 /// use rand::{SeedableRng, rngs::SmallRng};
 ///
 /// let policy = Policy::new()
@@ -104,7 +104,7 @@ impl Backoff {
 ///
 /// ```
 /// use std::time::Duration;
-/// use persevere_runtime::{Policy, backoff::ceiling};
+/// use persevere::{Policy, backoff::ceiling};
 ///
 /// let policy = Policy::new().with_cap(Duration::from_secs(20));
 /// assert_eq!(ceiling(&policy, 1), Duration::from_millis(400));

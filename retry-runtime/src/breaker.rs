@@ -44,7 +44,7 @@ pub enum BreakerState {
 ///
 /// ```
 /// use std::time::Duration;
-/// use persevere_runtime::CircuitBreaker;
+/// use persevere::CircuitBreaker;
 ///
 /// static INVENTORY: CircuitBreaker = CircuitBreaker::new()
 ///     .with_consecutive_failures(5)
@@ -493,7 +493,7 @@ impl CircuitBreaker {
     ///
     /// ```
     /// use std::time::Instant;
-    /// use persevere_runtime::{BreakerState, CircuitBreaker, Permit};
+    /// use persevere::{BreakerState, CircuitBreaker, Permit};
     ///
     /// static BREAKER: CircuitBreaker = CircuitBreaker::new().with_consecutive_failures(1);
     /// BREAKER.record(Permit::CLOSED, false, Instant::now());

@@ -65,7 +65,7 @@ const REFILL: Duration = Duration::from_secs(170);
 /// requests spread over the time since its last deposit.
 ///
 /// ```
-/// use persevere_runtime::RetryBudget;
+/// use persevere::RetryBudget;
 ///
 /// // Retries up to 20 % of requests, a busy floor of 5, and a quiet reserve of 8 (the
 /// // functions that share it make at most 9 attempts).

@@ -11,7 +11,7 @@ mod chain;
 /// ```
 /// use std::io;
 /// use std::time::Duration;
-/// use persevere_runtime::{Class, Classify};
+/// use persevere::{Class, Classify};
 ///
 /// assert_eq!(io::Error::from(io::ErrorKind::ConnectionRefused).classify(), Class::Unsent);
 /// assert_eq!(io::Error::from(io::ErrorKind::TimedOut).classify(), Class::Transient);
@@ -58,7 +58,7 @@ impl Class {
 ///
 /// ```
 /// use std::time::Duration;
-/// use persevere_runtime::{Class, Classify};
+/// use persevere::{Class, Classify};
 ///
 /// enum ApiError {
 ///     Overloaded { retry_after: Option<Duration> },

@@ -18,7 +18,7 @@ use crate::layer;
 /// ```
 /// # #[tokio::main(flavor = "current_thread")] async fn main() {
 /// use std::time::Duration;
-/// use persevere_runtime::deadline;
+/// use persevere::deadline;
 ///
 /// assert_eq!(deadline::remaining(), None);
 /// deadline::scope(Duration::from_secs(2), async {
@@ -49,7 +49,7 @@ pub async fn scope<F: Future>(timeout: Duration, fut: F) -> F::Output {
 ///
 /// ```
 /// use std::time::Duration;
-/// use persevere_runtime::deadline::to_grpc_timeout;
+/// use persevere::deadline::to_grpc_timeout;
 ///
 /// assert_eq!(to_grpc_timeout(Duration::from_millis(1500)), "1500000u");
 /// assert_eq!(to_grpc_timeout(Duration::from_secs(3600 * 24)), "86400000m");
@@ -80,7 +80,7 @@ pub fn to_grpc_timeout(timeout: Duration) -> String {
 ///
 /// ```
 /// use std::time::Duration;
-/// use persevere_runtime::deadline::parse_grpc_timeout;
+/// use persevere::deadline::parse_grpc_timeout;
 ///
 /// assert_eq!(parse_grpc_timeout("250m"), Some(Duration::from_millis(250)));
 /// assert_eq!(parse_grpc_timeout("2S"), Some(Duration::from_secs(2)));

@@ -6,7 +6,7 @@ use std::time::Duration;
 /// will now wait. The hook is a plain function, called directly (no boxing):
 ///
 /// ```
-/// use persevere_runtime::BeforeWait;
+/// use persevere::BeforeWait;
 ///
 /// fn log_wait(event: &BeforeWait<'_, std::io::Error>) {
 ///     eprintln!(

@@ -38,7 +38,7 @@ impl Classify for StatusCode {
 /// ```
 /// use std::time::Duration;
 /// use http::{HeaderMap, HeaderValue, header::RETRY_AFTER};
-/// use persevere_runtime::http::retry_after;
+/// use persevere::http::retry_after;
 ///
 /// let mut headers = HeaderMap::new();
 /// headers.insert(RETRY_AFTER, HeaderValue::from_static("120"));
@@ -176,8 +176,8 @@ impl Classify for StatusError {
 /// ```
 /// use std::time::Duration;
 /// use http::{HeaderMap, HeaderValue, StatusCode, header::RETRY_AFTER};
-/// use persevere_runtime::http::check;
-/// use persevere_runtime::{Class, Classify};
+/// use persevere::http::check;
+/// use persevere::{Class, Classify};
 ///
 /// let mut headers = HeaderMap::new();
 /// assert!(check(StatusCode::OK, &headers).is_ok());
@@ -207,7 +207,7 @@ pub const GRPC_TIMEOUT: &str = "grpc-timeout";
 /// # #[tokio::main(flavor = "current_thread")] async fn main() {
 /// use std::time::Duration;
 /// use http::HeaderMap;
-/// use persevere_runtime::{deadline, http::{GRPC_TIMEOUT, insert_deadline}};
+/// use persevere::{deadline, http::{GRPC_TIMEOUT, insert_deadline}};
 ///
 /// let mut headers = HeaderMap::new();
 /// deadline::scope(Duration::from_secs(2), async { insert_deadline(&mut headers) }).await;

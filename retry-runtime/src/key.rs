@@ -18,7 +18,7 @@ use rand::Rng;
 /// `Idempotency-Key` header:
 ///
 /// ```
-/// use persevere_runtime::IdempotencyKey;
+/// use persevere::IdempotencyKey;
 ///
 /// let key = IdempotencyKey::new();
 /// let text = key.to_string();

@@ -234,7 +234,7 @@ pub(crate) fn swap_inner_failure(marked: bool) -> bool {
 ///
 /// ```
 /// use std::{io, time::Duration};
-/// use persevere_runtime::{Policy, RetryBudget, nested_failure_handled, retry_blocking};
+/// use persevere::{Policy, RetryBudget, nested_failure_handled, retry_blocking};
 ///
 /// // Four retries in a row: more than a quiet process's default budget holds.
 /// static NO_LIMIT: RetryBudget = RetryBudget::unlimited();

@@ -64,7 +64,7 @@ pub enum Layers {
 ///
 /// ```
 /// use std::time::{Duration, Instant};
-/// use persevere_runtime::{Class, GiveUp, Policy, Repeat, RetryState, Step};
+/// use persevere::{Class, GiveUp, Policy, Repeat, RetryState, Step};
 ///
 /// // A payment sent without an idempotency key: only a refused connection is retried.
 /// let policy = Policy::new().with_repeat(Repeat::OnlyUnsent);
@@ -102,7 +102,7 @@ pub enum Repeat {
 ///
 /// ```
 /// use std::time::Duration;
-/// use persevere_runtime::{Jitter, Policy};
+/// use persevere::{Jitter, Policy};
 ///
 /// const SEARCH: Policy = Policy::new()
 ///     .with_deadline(Duration::from_secs(5))

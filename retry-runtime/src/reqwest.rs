@@ -2,8 +2,8 @@
 //! deadlines. Enabled by the `reqwest` cargo feature.
 //!
 //! ```no_run
-//! use persevere_runtime::IdempotencyKey;
-//! use persevere_runtime::reqwest::{RequestBuilderExt, RequestError, ResponseExt};
+//! use persevere::IdempotencyKey;
+//! use persevere::reqwest::{RequestBuilderExt, RequestError, ResponseExt};
 //!
 //! async fn charge(client: &reqwest::Client, key: IdempotencyKey) -> Result<String, RequestError> {
 //!     let response = client
@@ -59,8 +59,8 @@ impl Classify for reqwest::Error {
 /// `?` converts reqwest's errors and [`ResponseExt::error_for_retry`]'s into it:
 ///
 /// ```
-/// use persevere_runtime::reqwest::{RequestError, ResponseExt};
-/// use persevere_runtime::{AttemptTimedOut, Class, Classify};
+/// use persevere::reqwest::{RequestError, ResponseExt};
+/// use persevere::{AttemptTimedOut, Class, Classify};
 ///
 /// async fn get_user(client: &reqwest::Client, id: u64) -> Result<String, RequestError> {
 ///     let url = format!("http://127.0.0.1:8080/users/{id}");

@@ -23,7 +23,7 @@ use crate::timeout::AttemptTimedOut;
 ///
 /// ```
 /// use std::io;
-/// use persevere_runtime::{Policy, retry_fn};
+/// use persevere::{Policy, retry_fn};
 ///
 /// # #[tokio::main(flavor = "current_thread")] async fn main() {
 /// # tokio::time::pause();
@@ -67,7 +67,7 @@ where
 ///
 /// ```
 /// use std::{io, time::Duration};
-/// use persevere_runtime::{Policy, retry_blocking};
+/// use persevere::{Policy, retry_blocking};
 ///
 /// static POLICY: Policy = Policy::new().with_base(Duration::from_millis(1));
 /// let mut calls = 0;

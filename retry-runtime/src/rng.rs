@@ -15,7 +15,7 @@ thread_local! {
 /// thread by default, so seeding at its start makes the whole test deterministic:
 ///
 /// ```
-/// persevere_runtime::seed_thread_rng(42);
+/// persevere::seed_thread_rng(42);
 /// ```
 ///
 /// The randomness is only drawn when a call is about to wait, never on a call that

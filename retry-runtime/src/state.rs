@@ -30,7 +30,7 @@ pub enum Step {
 ///
 /// ```
 /// use std::time::{Duration, Instant};
-/// use persevere_runtime::{Class, GiveUp, Jitter, Policy, RetryState, Step};
+/// use persevere::{Class, GiveUp, Jitter, Policy, RetryState, Step};
 /// use rand::{SeedableRng, rngs::SmallRng};
 ///
 /// let policy = Policy::new().with_attempts(3).with_jitter(Jitter::None);

@@ -407,8 +407,8 @@ pub fn all() -> Report {
 /// threads' are added when their batches fill.
 ///
 /// ```
-/// persevere_runtime::stats::reset();
-/// assert!(persevere_runtime::stats::all().0.iter().all(|s| s.requests == 0));
+/// persevere::stats::reset();
+/// assert!(persevere::stats::all().0.iter().all(|s| s.requests == 0));
 /// ```
 pub fn reset() {
     let registry = REGISTRY.lock().unwrap_or_else(PoisonError::into_inner);

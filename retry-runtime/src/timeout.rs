@@ -12,7 +12,7 @@ use crate::classify::{Class, Classify};
 /// able to return it as its own error, through `From<AttemptTimedOut>`:
 ///
 /// ```
-/// use persevere_runtime::AttemptTimedOut;
+/// use persevere::AttemptTimedOut;
 ///
 /// #[derive(Debug)]
 /// enum ApiError {

@@ -10,7 +10,7 @@
 //!
 //! ```
 //! use std::time::Duration;
-//! use persevere_runtime::tower::DeadlineLayer;
+//! use persevere::tower::DeadlineLayer;
 //!
 //! // With axum: `Router::new().route(...).layer(DeadlineLayer::new())`.
 //! let layer = DeadlineLayer::new().with_default(Duration::from_secs(10));
@@ -32,7 +32,7 @@ use crate::layer::{InLayer, scoped};
 /// ```
 /// use std::convert::Infallible;
 /// use std::time::Duration;
-/// use persevere_runtime::tower::DeadlineLayer;
+/// use persevere::tower::DeadlineLayer;
 /// use tower_layer::Layer;
 /// use tower_service::Service;
 ///
@@ -45,7 +45,7 @@ use crate::layer::{InLayer, scoped};
 /// #         std::task::Poll::Ready(Ok(()))
 /// #     }
 /// #     fn call(&mut self, _: http::Request<()>) -> Self::Future {
-/// #         Box::pin(async { Ok(persevere_runtime::deadline::remaining()) })
+/// #         Box::pin(async { Ok(persevere::deadline::remaining()) })
 /// #     }
 /// # }
 /// # #[tokio::main(flavor = "current_thread", start_paused = true)]

@@ -65,7 +65,7 @@ fn known(error: &(dyn Error + 'static)) -> Option<Class> {
 /// ```
 /// use std::error::Error;
 /// use std::io;
-/// use persevere_runtime::{Class, Classify};
+/// use persevere::{Class, Classify};
 ///
 /// let reset: Box<dyn Error + Send + Sync> = io::Error::from(io::ErrorKind::ConnectionReset).into();
 /// assert_eq!(reset.classify(), Class::Transient);
@@ -102,7 +102,7 @@ impl Classify for dyn Error + 'static {
 /// ```
 /// use std::io;
 /// use anyhow::Context;
-/// use persevere_runtime::{Class, Classify};
+/// use persevere::{Class, Classify};
 ///
 /// let refused = Err::<(), _>(io::Error::from(io::ErrorKind::ConnectionRefused))
 ///     .context("loading the user")
