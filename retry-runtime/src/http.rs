@@ -1,4 +1,5 @@
-//! HTTP: which statuses a retry can fix, and the server's `Retry-After`.
+//! HTTP: which statuses a retry can fix, and what the server says about retrying
+//! (`Retry-After` and the other pushback headers: [`Pushback`]).
 //!
 //! Enabled by the `http` cargo feature.
 //!
@@ -9,6 +10,18 @@
 //! | any other 4xx (400, 401, 403, 404, 409, 422, ...) | permanent: the request itself is wrong |
 //! | any other 5xx (501, 505, 507, ...) | permanent: the server cannot do this at all |
 //! | 1xx, 2xx, 3xx | permanent: not a failure a retry could change |
+//!
+//! The answer's headers may change that, by [`Pushback`]'s table: `x-should-retry:
+//! false` makes any status permanent, `x-should-retry: true` makes a permanent failure
+//! transient, and a wait (`retry-after-ms`, `x-ms-retry-after-ms`, `x-amz-retry-after`,
+//! `Retry-After`) is the least wait before retrying a transient one.
+
+mod pushback;
+
+pub use pushback::{
+    Pushback, RETRY_AFTER_MS, X_AMZ_RETRY_AFTER, X_MS_RETRY_AFTER_MS, X_SHOULD_RETRY, parse_millis,
+    parse_should_retry,
+};
 
 use std::fmt;
 use std::time::{Duration, SystemTime};
@@ -65,37 +78,31 @@ pub fn parse_retry_after(value: &str, now: SystemTime) -> Option<Duration> {
     Some(date.duration_since(now).unwrap_or(Duration::ZERO))
 }
 
-/// The class of a response: its status's, or the server's wait when a transient status
-/// comes with a valid `Retry-After` (a 500, uncertain, stays so).
+/// The class of a response: its status's, as its headers change it ([`Pushback`]): the
+/// server's wait for a transient status, permanent if it says not to retry.
 pub fn classify_response(status: StatusCode, headers: &HeaderMap) -> Class {
-    // An uncertain status (a 500) stays uncertain, with its own limit of attempts,
-    // whatever wait the server asked for.
-    match status.classify() {
-        Class::Transient => match retry_after(headers) {
-            Some(wait) => Class::RetryAfter(wait),
-            None => Class::Transient,
-        },
-        class => class,
-    }
+    Pushback::from_headers(headers).class(status)
 }
 
-/// A response whose status is a failure, kept with the wait its server asked for.
+/// A response whose status is a failure, kept with what its server said about retrying.
 ///
 /// Turn a response into one with [`check`]; it classifies by the table in the module
-/// documentation, with the server's `Retry-After` when there is one.
+/// documentation, with the server's [`Pushback`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct StatusError {
     status: StatusCode,
-    retry_after: Option<Duration>,
+    pushback: Pushback,
 }
 
 impl StatusError {
     /// A failure with `status`, its server asking for `retry_after`.
     pub fn new(status: StatusCode, retry_after: Option<Duration>) -> Self {
-        Self {
-            status,
-            retry_after,
-        }
+        Self::with_pushback(status, Pushback::new(retry_after, None))
+    }
+
+    /// A failure with `status`, its server having said `pushback`.
+    pub fn with_pushback(status: StatusCode, pushback: Pushback) -> Self {
+        Self { status, pushback }
     }
 
     /// The response's status.
@@ -103,16 +110,23 @@ impl StatusError {
         self.status
     }
 
-    /// The wait the server asked for, if any.
+    /// The wait the server asked for, if any (none if it said not to retry).
     pub fn retry_after(&self) -> Option<Duration> {
-        self.retry_after
+        self.pushback.wait()
+    }
+
+    /// What the server said about retrying.
+    pub fn pushback(&self) -> Pushback {
+        self.pushback
     }
 }
 
 impl fmt::Display for StatusError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "the server answered {}", self.status)?;
-        if let Some(wait) = self.retry_after {
+        if self.pushback.should_retry() == Some(false) {
+            write!(f, " and asked not to retry")?;
+        } else if let Some(wait) = self.pushback.wait() {
             write!(f, " and asked to retry after {wait:?}")?;
         }
         Ok(())
@@ -158,18 +172,15 @@ impl From<CircuitOpen> for StatusError {
     }
 }
 
+/// By [`Pushback::class`]: the status's class, as the server's headers change it.
 impl Classify for StatusError {
     fn classify(&self) -> Class {
-        match (self.status.classify(), self.retry_after) {
-            // A 500 stays uncertain, with its own limit, whatever wait it asks for.
-            (Class::Transient, Some(wait)) => Class::RetryAfter(wait),
-            (class, _) => class,
-        }
+        self.pushback.class(self.status)
     }
 }
 
 /// `Ok` for a success (2xx) or redirect (3xx) status; otherwise the [`StatusError`],
-/// with the server's `Retry-After`. For an HTTP client other than reqwest (for reqwest,
+/// with what the server said about retrying ([`Pushback`]). For an HTTP client other than reqwest (for reqwest,
 /// `ResponseExt::error_for_retry` does this), turn a response's status into an error
 /// that `#[retry]` classifies:
 ///
@@ -192,7 +203,10 @@ pub fn check(status: StatusCode, headers: &HeaderMap) -> Result<(), StatusError>
     if status.is_success() || status.is_redirection() || status.is_informational() {
         Ok(())
     } else {
-        Err(StatusError::new(status, retry_after(headers)))
+        Err(StatusError::with_pushback(
+            status,
+            Pushback::from_headers(headers),
+        ))
     }
 }
 

@@ -155,8 +155,9 @@ impl From<CircuitOpen> for RequestError {
 /// Turning a response with a failure status into a classified error.
 pub trait ResponseExt: Sized {
     /// `Ok(self)` for a success or redirect status; otherwise a [`StatusError`] that
-    /// keeps the server's `Retry-After`. Unlike reqwest's `error_for_status`, the wait the
-    /// server asked for is not lost.
+    /// keeps what the server said about retrying ([`Pushback`](crate::http::Pushback):
+    /// `Retry-After`, `retry-after-ms` and the like, `x-should-retry`). Unlike reqwest's
+    /// `error_for_status`, the server's word is not lost.
     fn error_for_retry(self) -> Result<Self, StatusError>;
 }
 
