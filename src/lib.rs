@@ -33,7 +33,7 @@ pub use persevere_runtime::{
     Limit, ParseKeyError, Permit, Policy, Repeat, RetryBudget, RetryState, RetryStats,
     StatsSnapshot, Step, nested_failure_handled, retry_blocking, retry_fn, seed_thread_rng,
 };
-pub use persevere_runtime::{backoff, deadline, stats, telemetry};
+pub use persevere_runtime::{attempt, backoff, deadline, stats, telemetry};
 
 #[doc(hidden)]
 pub mod __private {

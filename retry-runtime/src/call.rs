@@ -18,7 +18,7 @@ use crate::breaker::{CircuitBreaker, CircuitOpen, Permit};
 use crate::classify::Class;
 use crate::clock::{Clock, CompactInstant, TokioClock};
 use crate::give_up::GiveUp;
-use crate::layer::{self, Entered, Frame};
+use crate::layer::{self, AttemptNumber, Entered, Frame};
 use crate::policy::{Layers, Policy, Repeat};
 use crate::rng::with_thread_rng;
 use crate::state::{RetryState, Step};
@@ -125,12 +125,13 @@ impl<'p, C: Clock> Call<'p, C> {
     /// a blocking attempt has no time limit of its own).
     #[inline]
     pub(crate) fn frame(&self) -> Frame {
-        match self.policy().attempt_timeout() {
+        let frame = match self.policy().attempt_timeout() {
             Some(timeout) if C::CUTS_ATTEMPTS => self
                 .state
                 .attempt_frame(CompactInstant::new(C::now()), timeout),
             _ => self.state.frame(),
-        }
+        };
+        frame.retrying(self.attempts() > 1)
     }
 
     /// Asks the policy's circuit breaker, if any, to let the next attempt through.
@@ -175,6 +176,7 @@ impl<'p, C: Clock> Call<'p, C> {
             #[cfg(feature = "tracing")]
             span: self.span.as_deref().map(tracing::Span::enter),
             frame: Entered::new(frame),
+            _number: AttemptNumber::new(self.attempts(), self.policy().attempts()),
             polling: &self.polling,
         }
     }
@@ -394,6 +396,7 @@ pub(crate) struct AttemptScope<'a> {
     #[cfg(feature = "tracing")]
     span: Option<tracing::span::Entered<'a>>,
     frame: Entered,
+    _number: AttemptNumber,
     polling: &'a AtomicBool,
 }
 

@@ -479,6 +479,7 @@ where
                 Some(limit) => {
                     *this.extended = Some((limit, limit - now));
                     Frame::known(CompactDeadline::new(Some(limit)))
+                        .retrying(current_frame().is_retry())
                 }
                 None => current_frame().moved_on(),
             };

@@ -16,8 +16,12 @@
 //! transient, and a wait (`retry-after-ms`, `x-ms-retry-after-ms`, `x-amz-retry-after`,
 //! `Retry-After`) is the least wait before retrying a transient one.
 
+mod attempt_header;
 mod pushback;
 
+pub use attempt_header::{
+    AMZ_SDK_REQUEST, AttemptHeader, PERSEVERE_ATTEMPT, X_ENVOY_ATTEMPT_COUNT, insert_attempt,
+};
 pub use pushback::{
     Pushback, RETRY_AFTER_MS, X_AMZ_RETRY_AFTER, X_MS_RETRY_AFTER_MS, X_SHOULD_RETRY, parse_millis,
     parse_should_retry,

@@ -45,6 +45,9 @@ impl Frame {
     /// has a breaker to ask or an attempt timeout to set): kept in the frame, which the
     /// driver has in hand, rather than read from the policy.
     const BEGINS_AT_ONCE: u64 = 8;
+    /// Set, once the clock has started, in the frame of a retry (an attempt after the
+    /// first): the same bit as `BEGINS_AT_ONCE`, which only a frame not started has.
+    const RETRY: u64 = 8;
     const FLAGS: u64 = 15;
     const SHIFT: u32 = 4;
     /// The farthest instant from the origin a frame holds, either way.
@@ -112,6 +115,22 @@ impl Frame {
         Some(CompactInstant(NonZeroU64::new(ticks).expect("at least 1")))
     }
 
+    /// The same frame, marked as a retry's if `retry` and its clock has started.
+    #[inline]
+    pub(crate) fn retrying(self, retry: bool) -> Self {
+        if retry && self.0 & Self::STARTED != 0 {
+            Self(self.0 | Self::RETRY)
+        } else {
+            self
+        }
+    }
+
+    /// Whether this is the frame of a retry.
+    #[inline]
+    pub(crate) fn is_retry(&self) -> bool {
+        self.0 & (Self::STARTED | Self::RETRY) == Self::STARTED | Self::RETRY
+    }
+
     /// Whether a failure came out of a nested `#[retry]` call.
     #[inline]
     pub(crate) fn inner_failed(&self) -> bool {
@@ -173,6 +192,11 @@ thread_local! {
     /// The frame of the layer whose attempt is running on this thread right now: an
     /// async attempt's while it is being polled, a blocking attempt's while it runs.
     static FRAME: Cell<Frame> = const { Cell::new(Frame::OUTSIDE) };
+    /// The number of the attempt running now and the call's most attempts, set around
+    /// each poll of an attempt of a call with state (every retry has one); read only
+    /// when the frame says it is a retry's, so that a first attempt, which sets nothing,
+    /// is never taken for the retry around it.
+    static ATTEMPT: Cell<(u32, u32)> = const { Cell::new((1, 1)) };
 }
 
 /// The deadline of the enclosing layer, if any.
@@ -192,6 +216,35 @@ pub(crate) fn enclosing(now: impl FnOnce() -> Instant) -> CompactDeadline {
         FRAME.set(frame);
     }
     deadline
+}
+
+/// The number of the retry running now and its call's most attempts; `None` in a first
+/// attempt, or outside any `#[retry]` call.
+pub(crate) fn current_retry() -> Option<(u32, u32)> {
+    FRAME.get().is_retry().then(|| ATTEMPT.get())
+}
+
+/// The attempt number installed for one poll of an attempt, the previous one put back
+/// when dropped.
+pub(crate) struct AttemptNumber {
+    previous: (u32, u32),
+}
+
+impl AttemptNumber {
+    /// Installs attempt `number` of at most `max`.
+    #[inline]
+    pub(crate) fn new(number: u32, max: u32) -> Self {
+        Self {
+            previous: ATTEMPT.replace((number, max)),
+        }
+    }
+}
+
+impl Drop for AttemptNumber {
+    #[inline]
+    fn drop(&mut self) {
+        ATTEMPT.set(self.previous);
+    }
 }
 
 /// The frame of the layer whose attempt runs now.
@@ -346,7 +399,8 @@ fn in_layer<F: Future>(frame: Frame, future: F) -> InLayer<F> {
 /// A frame for a deadline scope, which is not a retry layer and has no clock of its own.
 fn scope_frame(deadline: Option<Instant>) -> Frame {
     let deadline = CompactDeadline::new(earliest(deadline, enclosing_deadline()));
-    Frame::known(deadline)
+    // Code in the scope runs in the enclosing attempt: a retry's, if that is one.
+    Frame::known(deadline).retrying(FRAME.get().is_retry())
 }
 
 /// Runs `fut` with `deadline`, cut at any enclosing deadline, as the deadline of

@@ -10,6 +10,7 @@
 #![forbid(unsafe_code)]
 
 // Each module imports only those below it, in the order `tests/layering.rs` checks.
+pub mod attempt;
 pub mod backoff;
 mod batch;
 mod breaker;

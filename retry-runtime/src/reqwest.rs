@@ -176,6 +176,11 @@ pub trait RequestBuilderExt: Sized {
     /// Sends the time left before the enclosing deadline as `grpc-timeout`, if there is
     /// a deadline.
     fn with_deadline(self) -> Self;
+
+    /// Sends the attempt number in `header`'s format if this request is a retry, so that
+    /// the server can tell it from a first attempt (and shed it first); a first attempt
+    /// sends nothing.
+    fn with_attempt(self, header: crate::http::AttemptHeader) -> Self;
 }
 
 impl RequestBuilderExt for reqwest::RequestBuilder {
@@ -189,6 +194,13 @@ impl RequestBuilderExt for reqwest::RequestBuilder {
                 crate::http::GRPC_TIMEOUT,
                 crate::deadline::to_grpc_timeout(left),
             ),
+            None => self,
+        }
+    }
+
+    fn with_attempt(self, header: crate::http::AttemptHeader) -> Self {
+        match header.value() {
+            Some(value) => self.header(header.name(), value),
             None => self,
         }
     }

@@ -1,6 +1,7 @@
-//! A tower layer that installs an incoming request's deadline for the task handling it,
-//! so that every `#[retry]` call below it stops retrying when the caller has given up.
-//! Enabled by the `tower` cargo feature.
+//! Tower layers for the serving side. [`DeadlineLayer`] installs an incoming request's
+//! deadline for the task handling it, so that every `#[retry]` call below it stops
+//! retrying when the caller has given up; [`RetryAdmissionLayer`] sheds retries before
+//! first attempts. Enabled by the `tower` cargo feature.
 //!
 //! The deadline is read from the request's `grpc-timeout` header (written by
 //! [`crate::http::insert_deadline`] or
@@ -16,6 +17,12 @@
 //! let layer = DeadlineLayer::new().with_default(Duration::from_secs(10));
 //! # let _ = layer;
 //! ```
+
+mod admission;
+
+pub use admission::{
+    AdmissionFuture, AdmissionSnapshot, RetryAdmission, RetryAdmissionLayer, is_retry,
+};
 
 use std::future::Future;
 use std::pin::Pin;
