@@ -4,6 +4,7 @@
 //! ```text
 //! cargo run --release -p persevere-integration --example storm -- [--clients N]
 //!     [--outage SECS] [--fail P] [--capacity RPS] [--seed S] [--svg PATH] [--shared]
+//!     [--shed]
 //! ```
 //!
 //! A fleet of clients (1,000 by default) each start one call a second. The dependency
@@ -15,7 +16,11 @@
 //! clock, so the two minutes of each strategy pass in a moment and a seed fixes them.
 //!
 //! Each client is its own process, with its own retry budget and circuit breaker, unless
-//! `--shared` puts the whole fleet in one process behind one of each.
+//! `--shared` puts the whole fleet in one process behind one of each. `--shed` puts the
+//! dependency behind the server's real admission layer
+//! (`persevere::tower::RetryAdmissionLayer`), the clients sending persevere's attempt
+//! header: first attempts pass, retries while the layer's budget allows, and a refused
+//! retry is answered "do not retry" at once, never reaching the dependency.
 //!
 //! `--svg PATH` plots the load on the dependency over time, one panel per strategy;
 //! `docs/storm.svg` is this plot with the defaults, which take about 2 s to run in
@@ -25,12 +30,16 @@ use std::process::ExitCode;
 use std::rc::Rc;
 use std::time::Duration;
 
+use persevere::tower::RetryAdmissionLayer;
 use persevere::{CircuitBreaker, Jitter, Policy, RetryBudget};
+use tower::Layer as _;
 
 #[path = "storm/options.rs"]
 mod options;
 #[path = "storm/plot.rs"]
 mod plot;
+#[path = "storm/shed.rs"]
+mod shed;
 #[path = "storm/sim.rs"]
 mod sim;
 
@@ -126,11 +135,19 @@ impl Strategy {
 
     fn run(&self, world: World, options: &Options) -> Report {
         let policies: Rc<[Policy]> = self.policies(world.clients, options.shared).into();
+        // The dependency's server, behind one admission layer for the run.
+        let shed = options.shed.then(RetryAdmissionLayer::new);
         sim::run(world, options.seed, move |client, dependency| {
             let policies = Rc::clone(&policies);
+            let service = shed
+                .as_ref()
+                .map(|layer| layer.layer(shed::Handler(Rc::clone(&dependency))));
             async move {
                 let policy = &policies[client as usize % policies.len()];
-                sim::call_with(policy, &dependency).await
+                match service {
+                    Some(service) => shed::call_through(policy, service).await,
+                    None => sim::call_with(policy, &dependency).await,
+                }
             }
         })
     }
@@ -173,6 +190,11 @@ fn main() -> ExitCode {
     } else {
         "a budget or breaker per client"
     };
+    let scope = if options.shed {
+        format!("{scope}; the server sheds retries (--shed)")
+    } else {
+        scope.to_owned()
+    };
     let down = if options.fail >= 1.0 {
         "down".to_owned()
     } else {
@@ -192,7 +214,7 @@ fn main() -> ExitCode {
          RetryBudget::new(); breaker: CircuitBreaker::new(), no budget\n"
     );
     println!(
-        "{:<24} {:>9} {:>17} {:>7} {:>7} {:>8} {:>8} {:>8} {:>8}",
+        "{:<24} {:>9} {:>17} {:>7} {:>7} {:>8} {:>8} {:>8} {:>8} {:>8}",
         "strategy",
         "attempts",
         "in outage (x)",
@@ -201,11 +223,12 @@ fn main() -> ExitCode {
         "success",
         "settled",
         "done",
-        "overall"
+        "overall",
+        "shed"
     );
     for (strategy, report) in &runs {
         println!(
-            "{:<24} {:>9} {:>9} ({:>5.2}) {:>7} {:>7} {:>7.2}% {:>7.1}s {:>7.1}s {:>7.2}%",
+            "{:<24} {:>9} {:>9} ({:>5.2}) {:>7} {:>7} {:>7.2}% {:>7.1}s {:>7.1}s {:>7.2}% {:>8}",
             strategy.name,
             report.attempts(),
             report.outage_attempts(),
@@ -215,7 +238,8 @@ fn main() -> ExitCode {
             100.0 * report.outage_success_rate(),
             report.settled().as_secs_f64(),
             report.outage_calls_done().as_secs_f64(),
-            100.0 * report.success_rate()
+            100.0 * report.success_rate(),
+            report.shed()
         );
     }
     println!(
@@ -224,7 +248,8 @@ fn main() -> ExitCode {
          then: most in one second after its first two; success: calls started in the\n\
          outage that returned Ok; after recovery, settled: until no call retries or fails, \
          done: until every call\nstarted in the outage has returned; overall: calls that \
-         returned Ok, of all the run's (clients start calls until t = {} s).",
+         returned Ok, of all the run's (clients start calls until t = {} s);\nshed: retries the \
+         server's admission layer refused (--shed), which never reached the dependency.",
         timeline.end()
     );
     if let Some(path) = &options.svg {

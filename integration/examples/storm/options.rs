@@ -1,10 +1,10 @@
-//! The command line of the storm example, parsed by hand: seven flags need no crate.
+//! The command line of the storm example, parsed by hand: eight flags need no crate.
 
 use std::path::PathBuf;
 
 pub const USAGE: &str = "\
 usage: storm [--clients N] [--outage SECS] [--fail P] [--capacity RPS] [--seed S] [--svg PATH]
-             [--shared]
+             [--shared] [--shed]
 
   --clients N       clients, each starting one call a second (default 1000)
   --outage SECS     how long the dependency fails, from t = 20 s (default 60)
@@ -14,7 +14,9 @@ usage: storm [--clients N] [--outage SECS] [--fail P] [--capacity RPS] [--seed S
   --seed S          seed of the jitter; the same seed gives the same run (default 1)
   --svg PATH        write a plot of the load over time, one panel per strategy
   --shared          one retry budget and breaker for the whole fleet, as if every client
-                    ran in one process (default: one per client)";
+                    ran in one process (default: one per client)
+  --shed            put the dependency behind the server's retry admission layer, the
+                    clients sending persevere's attempt header";
 
 /// What the user asked for.
 #[derive(Debug)]
@@ -26,6 +28,7 @@ pub struct Options {
     pub seed: u64,
     pub svg: Option<PathBuf>,
     pub shared: bool,
+    pub shed: bool,
 }
 
 impl Options {
@@ -39,6 +42,7 @@ impl Options {
             seed: 1,
             svg: None,
             shared: false,
+            shed: false,
         };
         let mut args = args.into_iter();
         while let Some(arg) = args.next() {
@@ -60,6 +64,7 @@ impl Options {
                 "--seed" => options.seed = number(&flag, &value()?, 0)?,
                 "--svg" => options.svg = Some(PathBuf::from(value()?)),
                 "--shared" => options.shared = true,
+                "--shed" => options.shed = true,
                 "-h" | "--help" => return Ok(None),
                 _ => return Err(format!("unknown argument `{flag}`")),
             }

@@ -75,6 +75,9 @@ pub enum Failure {
     /// The attempt ran past its time limit (the simulated dependency answers at once,
     /// so only a policy with an attempt timeout shorter than nothing could see this).
     TimedOut(AttemptTimedOut),
+    /// Behind the server's retry admission layer (`--shed`): the answer's status, and
+    /// its class as the client reads it (a shed retry's is permanent: do not retry).
+    Answered(u16, Class),
 }
 
 impl fmt::Display for Failure {
@@ -84,6 +87,7 @@ impl fmt::Display for Failure {
             Failure::Overloaded => f.write_str("503: the dependency is over capacity"),
             Failure::Open(open) => open.fmt(f),
             Failure::TimedOut(timeout) => timeout.fmt(f),
+            Failure::Answered(status, _) => write!(f, "the server answered {status}"),
         }
     }
 }
@@ -95,6 +99,7 @@ impl Classify for Failure {
         match self {
             Failure::Down | Failure::Overloaded | Failure::TimedOut(_) => Class::Transient,
             Failure::Open(open) => open.classify(),
+            Failure::Answered(_, class) => *class,
         }
     }
 }
@@ -124,6 +129,8 @@ pub struct Second {
     pub served: u32,
     /// Attempts it turned away for lack of capacity.
     pub overloaded: u32,
+    /// Retries the server's admission layer refused (`--shed`): they never reached it.
+    pub shed: u32,
 }
 
 impl Second {
@@ -170,6 +177,11 @@ impl Dependency {
     pub fn attempt(&self, tries: &Cell<u32>) -> Result<(), Failure> {
         let retry = tries.get() > 0;
         tries.set(tries.get() + 1);
+        self.serve(retry)
+    }
+
+    /// A request that reached the dependency, a retry or a first attempt.
+    pub fn serve(&self, retry: bool) -> Result<(), Failure> {
         let now = self.start.elapsed();
         if retry {
             self.last_retry.set(Some(now));
@@ -208,6 +220,12 @@ impl Dependency {
             seconds.resize(index + 1, Second::default());
         }
         f(&mut seconds[index])
+    }
+
+    /// Counts a retry the server's admission layer refused now (`--shed`).
+    pub fn record_shed(&self) {
+        let now = self.start.elapsed();
+        self.in_second(now, |second| second.shed += 1);
     }
 
     /// Counts a call started now, and returns when that is.
@@ -373,6 +391,11 @@ impl Report {
     /// The share of the calls started during the outage that succeeded.
     pub fn outage_success_rate(&self) -> f64 {
         self.outage_succeeded as f64 / self.outage_calls().max(1) as f64
+    }
+
+    /// Retries the server's admission layer refused.
+    pub fn shed(&self) -> u64 {
+        self.seconds.iter().map(|s| u64::from(s.shed)).sum()
     }
 
     /// The share of calls that succeeded.

@@ -131,6 +131,15 @@ pub struct Server {
 impl Server {
     /// An axum server answering with `replies` in order, then with `then` forever.
     pub async fn scripted(replies: impl IntoIterator<Item = Reply>, then: Reply) -> Self {
+        Self::scripted_with(replies, then, |router| router).await
+    }
+
+    /// [`Server::scripted`], its router wrapped by `wrap` (in a layer, say).
+    pub async fn scripted_with(
+        replies: impl IntoIterator<Item = Reply>,
+        then: Reply,
+        wrap: impl FnOnce(Router) -> Router,
+    ) -> Self {
         let log = Log::default();
         let script = Arc::new(Script {
             replies: Mutex::new(replies.into_iter().collect()),
@@ -138,7 +147,7 @@ impl Server {
             log: log.clone(),
         });
         let router = Router::new().fallback(answer).with_state(script);
-        Self::serve(router, log).await
+        Self::serve(wrap(router), log).await
     }
 
     /// Serves `router`; its handlers write to `log` themselves.

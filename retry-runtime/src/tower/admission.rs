@@ -8,10 +8,11 @@
 //! through, and a retry only while its budget allows, answering the rest at once with a
 //! refusal that makes the client stop.
 //!
-//! **The budget** earns a token for each answer of the inner service that was not "over
+//! **The budget** earns a token for each answer the inner service serves (a status
+//! below 500 other than 429; for gRPC, no error status in the answer's headers), and one
+//! a second, up to a cap (100 by default); a retry admitted spends one. An answer "over
 //! capacity" (a 429 or 503, or gRPC's `RESOURCE_EXHAUSTED` or `UNAVAILABLE` in its
-//! headers), and one a second, up to a cap (100 by default); a retry admitted spends
-//! one. For a moment after the inner service answers "over capacity" (one second by
+//! headers) earns nothing, nor does another failure (a 500, a 502). For a moment after the inner service answers "over capacity" (one second by
 //! default), no retry is admitted at all: the service has just said it has no room,
 //! and a retry would take the room of a first attempt. CONTRIBUTING.md says why this
 //! shape and not a fixed share of first attempts, from the storm simulator's runs.
@@ -157,15 +158,17 @@ impl Budget {
             .is_ok()
     }
 
-    /// The inner service answered, over capacity or not.
-    fn answered(&self, over_capacity: bool) {
-        if over_capacity {
-            let until = self
-                .nanos(TokioClock::now())
-                .saturating_add(self.quiet_nanos);
-            self.quiet_until.fetch_max(until, Ordering::Relaxed);
-        } else {
-            self.earn(self.per_answer_milli);
+    /// The inner service answered as `answer` says.
+    fn answered(&self, answer: Answer) {
+        match answer {
+            Answer::Served => self.earn(self.per_answer_milli),
+            Answer::OverCapacity => {
+                let until = self
+                    .nanos(TokioClock::now())
+                    .saturating_add(self.quiet_nanos);
+                self.quiet_until.fetch_max(until, Ordering::Relaxed);
+            }
+            Answer::Failed => {}
         }
     }
 }
@@ -196,8 +199,7 @@ impl Default for RetryAdmissionLayer {
 }
 
 impl RetryAdmissionLayer {
-    /// A layer whose budget earns a token for each answer that was not over capacity
-    /// and one a second, holds at most 100, starts full, and admits no retry for a
+    /// A layer whose budget earns a token for each answer served and one a second, holds at most 100, starts full, and admits no retry for a
     /// second after an answer over capacity.
     pub fn new() -> Self {
         Self::from_parts(100_000, 1000, 1000, Duration::from_secs(1))
@@ -244,7 +246,7 @@ impl RetryAdmissionLayer {
         self.rebuilt(|parts| parts.0 = tokens.saturating_mul(1000))
     }
 
-    /// The tokens each answer not over capacity earns: `1.0` lets a retry through for
+    /// The tokens each answer served earns: `1.0` lets a retry through for
     /// each answered request, `0.1` for one in ten.
     pub fn with_per_answer(&self, tokens: f64) -> Self {
         let milli = (tokens.clamp(0.0, 1000.0) * 1000.0) as u32;
@@ -291,6 +293,13 @@ impl<S> tower_layer::Layer<S> for RetryAdmissionLayer {
 pub struct RetryAdmission<S> {
     inner: S,
     budget: Arc<Budget>,
+}
+
+impl<S> RetryAdmission<S> {
+    /// The service it wraps.
+    pub fn inner(&self) -> &S {
+        &self.inner
+    }
 }
 
 impl<S, B, R> tower_service::Service<Request<B>> for RetryAdmission<S>
@@ -358,7 +367,7 @@ where
             StateProject::Inner { future, budget } => {
                 let output = std::task::ready!(future.poll(cx));
                 if let Ok(response) = &output {
-                    budget.answered(over_capacity(response));
+                    budget.answered(Answer::of(response));
                 }
                 Poll::Ready(output)
             }
@@ -367,16 +376,34 @@ where
     }
 }
 
-/// Whether the inner service answered that it has no room: HTTP 429 or 503, or gRPC's
-/// `RESOURCE_EXHAUSTED` (8) or `UNAVAILABLE` (14) in the answer's headers.
-fn over_capacity<R>(response: &Response<R>) -> bool {
-    let status = response.status();
-    status == StatusCode::TOO_MANY_REQUESTS
-        || status == StatusCode::SERVICE_UNAVAILABLE
-        || response
-            .headers()
-            .get("grpc-status")
-            .is_some_and(|code| code == "8" || code == "14")
+/// What an answer of the inner service says of its capacity.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Answer {
+    /// It served the request: a status below 500 other than 429, without a gRPC error
+    /// status in the headers.
+    Served,
+    /// It had no room: HTTP 429 or 503, or gRPC's `RESOURCE_EXHAUSTED` (8) or
+    /// `UNAVAILABLE` (14) in the answer's headers.
+    OverCapacity,
+    /// Any other failure.
+    Failed,
+}
+
+impl Answer {
+    fn of<R>(response: &Response<R>) -> Self {
+        let status = response.status();
+        let grpc = response.headers().get("grpc-status");
+        if status == StatusCode::TOO_MANY_REQUESTS
+            || status == StatusCode::SERVICE_UNAVAILABLE
+            || grpc.is_some_and(|code| code == "8" || code == "14")
+        {
+            Answer::OverCapacity
+        } else if status.as_u16() < 500 && grpc.is_none_or(|code| code == "0") {
+            Answer::Served
+        } else {
+            Answer::Failed
+        }
+    }
 }
 
 /// The answer to a retry refused: "unavailable, do not retry", in the request's protocol.

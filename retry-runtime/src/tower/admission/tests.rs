@@ -233,9 +233,9 @@ async fn an_answer_over_capacity_stops_retries_for_a_moment() {
 }
 
 // An answer with gRPC's RESOURCE_EXHAUSTED or UNAVAILABLE in its headers is over
-// capacity too; a served 404 is not.
+// capacity too; a served 404 earns; a 500 or 502, or a gRPC error, earns nothing.
 #[test]
-fn what_is_over_capacity() {
+fn what_each_answer_says() {
     let with = |status: u16, grpc: Option<&'static str>| {
         let mut response = Response::new(());
         *response.status_mut() = StatusCode::from_u16(status).unwrap();
@@ -244,15 +244,37 @@ fn what_is_over_capacity() {
                 .headers_mut()
                 .insert("grpc-status", HeaderValue::from_static(code));
         }
-        over_capacity(&response)
+        super::Answer::of(&response)
     };
-    assert!(with(503, None));
-    assert!(with(429, None));
-    assert!(with(200, Some("14")));
-    assert!(with(200, Some("8")));
-    assert!(!with(200, Some("0")));
-    assert!(!with(200, Some("13")));
-    assert!(!with(404, None));
-    assert!(!with(500, None));
-    assert!(!with(200, None));
+    use super::Answer as A;
+    assert_eq!(with(503, None), A::OverCapacity);
+    assert_eq!(with(429, None), A::OverCapacity);
+    assert_eq!(with(200, Some("14")), A::OverCapacity);
+    assert_eq!(with(200, Some("8")), A::OverCapacity);
+    assert_eq!(with(200, Some("0")), A::Served);
+    assert_eq!(with(200, None), A::Served);
+    assert_eq!(with(404, None), A::Served);
+    assert_eq!(with(200, Some("13")), A::Failed);
+    assert_eq!(with(500, None), A::Failed);
+    assert_eq!(with(502, None), A::Failed);
+}
+
+// A failure that is not over capacity earns nothing and stops nothing.
+// Can fail: a 502 earning a token, or starting the quiet time.
+#[tokio::test(start_paused = true)]
+async fn a_failed_answer_earns_nothing() {
+    let layer = fixed(2).with_per_answer(1.0);
+    let inner = Answer::new(502);
+    let mut service = layer.layer(inner.clone());
+    for _ in 0..2 {
+        assert_eq!(send(&mut service, &[RETRY]).await.status().as_u16(), 502);
+    }
+    assert_eq!(layer.snapshot().tokens_milli, 0);
+    assert_eq!(
+        send(&mut service, &[RETRY]).await.status(),
+        StatusCode::SERVICE_UNAVAILABLE
+    );
+    inner.set(200);
+    send(&mut service, &[]).await;
+    assert_eq!(send(&mut service, &[RETRY]).await.status(), StatusCode::OK);
 }
