@@ -38,6 +38,7 @@ const LAYERS: &[&str] = &[
     "retry_fn",
     // What users and generated code reach.
     "deadline",
+    "attempt",
     "http",
     "reqwest",
     "rusqlite",

@@ -45,29 +45,36 @@ use http::{HeaderMap, HeaderValue, Request, Response, StatusCode};
 
 use crate::clock::{Clock, TokioClock};
 
-/// The headers a retry may say it is one in, and from which count each says so.
-const RETRY_HEADERS: [(&str, u64); 4] = [
-    (crate::http::PERSEVERE_ATTEMPT, 2),
-    (crate::http::X_ENVOY_ATTEMPT_COUNT, 2),
-    ("x-stainless-retry-count", 1),
-    ("grpc-previous-rpc-attempts", 1),
-];
-
-/// Whether a request with `headers` says it is a retry.
+/// Whether a request with `headers` says it is a retry. One pass over the headers, each
+/// name compared with the five by length first: a request carries a dozen headers or so,
+/// and a lookup of each of the five names would hash each of them.
 pub fn is_retry(headers: &HeaderMap) -> bool {
-    let number = |name: &str| {
-        let text = headers.get(name)?.to_str().ok()?.trim();
-        text.parse::<u64>().ok()
-    };
-    RETRY_HEADERS
+    headers
         .iter()
-        .any(|&(name, from)| number(name).is_some_and(|n| n >= from))
-        || aws_attempt(headers).is_some_and(|n| n >= 2)
+        .any(|(name, value)| says_retry(name.as_str(), value))
+}
+
+/// Whether header `name` with `value` says that its request is a retry, each by its own
+/// counting: from 1 (`persevere-attempt`, `x-envoy-attempt-count`, `amz-sdk-request`'s
+/// `attempt=`), from 0 (`x-stainless-retry-count`), or the attempts before
+/// (`grpc-previous-rpc-attempts`).
+fn says_retry(name: &str, value: &HeaderValue) -> bool {
+    let least = match name {
+        crate::http::PERSEVERE_ATTEMPT | crate::http::X_ENVOY_ATTEMPT_COUNT => 2,
+        "x-stainless-retry-count" | "grpc-previous-rpc-attempts" => 1,
+        crate::http::AMZ_SDK_REQUEST => return aws_attempt(value).is_some_and(|n| n >= 2),
+        _ => return false,
+    };
+    let number = value
+        .to_str()
+        .ok()
+        .and_then(|text| text.trim().parse::<u64>().ok());
+    number.is_some_and(|n| n >= least)
 }
 
 /// `amz-sdk-request`'s `attempt=`: `attempt=2; max=3`.
-fn aws_attempt(headers: &HeaderMap) -> Option<u64> {
-    let text = headers.get(crate::http::AMZ_SDK_REQUEST)?.to_str().ok()?;
+fn aws_attempt(value: &HeaderValue) -> Option<u64> {
+    let text = value.to_str().ok()?;
     text.split(';').find_map(|part| {
         let (key, value) = part.split_once('=')?;
         (key.trim() == "attempt")
