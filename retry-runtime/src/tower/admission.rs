@@ -41,7 +41,7 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
-use http::{HeaderMap, HeaderValue, Request, Response, StatusCode};
+use http::{HeaderMap, HeaderName, HeaderValue, Request, Response, StatusCode};
 
 use crate::clock::{Clock, TokioClock};
 
@@ -398,8 +398,10 @@ enum Answer {
 
 impl Answer {
     fn of<R>(response: &Response<R>) -> Self {
+        /// Named once: a lookup by `&str` would parse the name on every answer.
+        const GRPC_STATUS: HeaderName = HeaderName::from_static("grpc-status");
         let status = response.status();
-        let grpc = response.headers().get("grpc-status");
+        let grpc = response.headers().get(&GRPC_STATUS);
         if status == StatusCode::TOO_MANY_REQUESTS
             || status == StatusCode::SERVICE_UNAVAILABLE
             || grpc.is_some_and(|code| code == "8" || code == "14")
