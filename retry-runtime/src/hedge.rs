@@ -223,11 +223,6 @@ where
         }
     }
 
-    /// Whether each copy has a time limit of its own.
-    pub(crate) fn times_out(&self) -> bool {
-        self.timeout.is_some()
-    }
-
     /// Tells the copies the call's deadline, within which each copy's limit falls; and
     /// returns where the driver's timer must now cut the attempt, if a copy sent since
     /// has moved it: the instant, and the copy's limit.
@@ -270,7 +265,7 @@ where
             if let Poll::Ready(outcome) = self.as_mut().poll_copies(cx) {
                 return Poll::Ready(outcome);
             }
-            if !self.times_out() {
+            if self.timeout.is_none() {
                 return Poll::Pending;
             }
             self.as_mut().cut_expired();

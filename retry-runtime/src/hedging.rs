@@ -46,10 +46,8 @@ where
         let this = self.project();
         let (mut copies, mut run) = (this.copies, this.run);
         // Copies with time limits of their own: the attempt is cut at the latest.
-        if copies.times_out() {
-            if let Some((end, limit)) = copies.as_mut().exchange(run.deadline()) {
-                run.as_mut().extend_limit(end, limit);
-            }
+        if let Some((end, limit)) = copies.as_mut().exchange(run.deadline()) {
+            run.as_mut().extend_limit(end, limit);
         }
         Parts {
             attempt: Some(copies),

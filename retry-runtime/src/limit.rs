@@ -27,6 +27,8 @@ const NO_LIMIT: u64 = 2 << 62;
 const WAITING: u64 = 3 << 62;
 const MADE: u64 = 1;
 const PHASE: u64 = 3 << 62;
+/// Thirty years: the end of a sleep whose limit no instant holds.
+const FAR: Duration = Duration::from_secs(30 * 365 * 24 * 3600);
 
 pin_project_lite::pin_project! {
     /// The timer of one async call, and the failure kept through a wait.
@@ -78,7 +80,14 @@ impl<R> Timer<R> {
     /// Cuts the attempt in flight after `limit` from now; `None` for no limit.
     pub(crate) fn arm(self: Pin<&mut Self>, limit: Option<Duration>) {
         match limit {
-            Some(limit) => self.arm_until(Instant::now() + limit, limit),
+            // A limit past what an instant holds is cut at thirty years, as tokio cuts
+            // its own far sleeps; its length is kept as written.
+            Some(limit) => {
+                let end = Instant::now()
+                    .checked_add(limit)
+                    .unwrap_or_else(|| Instant::now() + FAR);
+                self.arm_until(end, limit)
+            }
             None => *self.project().state = NO_LIMIT,
         }
     }
@@ -87,7 +96,8 @@ impl<R> Timer<R> {
     pub(crate) fn arm_until(self: Pin<&mut Self>, end: Instant, limit: Duration) {
         let mut this = self.project();
         let nanos = u64::try_from(limit.as_nanos()).unwrap_or(u64::MAX);
-        *this.state = LIMIT | nanos.min(!PHASE);
+        // The limit fits below the phase bits: the sum is their union.
+        *this.state = LIMIT + nanos.min(!PHASE);
         match this.sleep.as_mut().as_pin_mut() {
             Some(sleep) => sleep.reset(end),
             None => this.sleep.set(Some(tokio::time::sleep_until(end))),
@@ -141,5 +151,52 @@ impl<R> Timer<R> {
         *this.state = UNARMED;
         *this.outcome = None;
         made
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::pin::pin;
+    use std::time::Duration;
+
+    use super::Timer;
+
+    // The phase and the limit share one word: a limit beyond what the word holds
+    // saturates below the phase bits, and the timer stays in its phase.
+    #[tokio::test(start_paused = true)]
+    async fn a_limit_of_any_size_keeps_the_phase() {
+        let mut timer = pin!(Timer::<()>::new());
+        assert!(!timer.is_limited());
+        assert!(timer.needs_arming());
+        for limit in [
+            Duration::from_millis(5),
+            Duration::from_secs(1 << 40),
+            Duration::MAX,
+        ] {
+            timer.as_mut().arm(Some(limit));
+            assert!(timer.is_limited(), "{limit:?}");
+            assert!(!timer.is_waiting(), "{limit:?}");
+            assert!(!timer.needs_arming(), "{limit:?}");
+        }
+        timer.as_mut().arm(None);
+        assert!(!timer.is_limited());
+        timer.as_mut().wait(Duration::from_millis(1), (), false);
+        assert!(!timer.is_limited());
+        assert!(timer.is_waiting());
+    }
+
+    // The limit passes at its end, and says how long it was.
+    #[tokio::test(start_paused = true)]
+    async fn a_limit_passes_at_its_end() {
+        let mut timer = pin!(Timer::<()>::new());
+        let end = tokio::time::Instant::now() + Duration::from_millis(30);
+        timer.as_mut().arm_until(end, Duration::from_millis(50));
+        let limit = std::future::poll_fn(|cx| match timer.as_mut().poll_limit(cx) {
+            Some(limit) => std::task::Poll::Ready(limit),
+            None => std::task::Poll::Pending,
+        })
+        .await;
+        assert_eq!(limit, Duration::from_millis(50));
+        assert_eq!(tokio::time::Instant::now(), end);
     }
 }
