@@ -15,34 +15,13 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant, SystemTime};
 
 use persevere::reqwest::{RequestBuilderExt, RequestError, ResponseExt};
-use persevere::{Class, Classify, IdempotencyKey, RetryBudget, idempotent, retry};
+use persevere::{Class, Classify, IdempotencyKey, idempotent, retry};
 use reqwest::Client;
-use support::{Reply, Server, Write, WriteServer, client, status_of};
-
-const fn ms(n: u64) -> Duration {
-    Duration::from_millis(n)
-}
-
-/// Room for a busy machine above a wait that should be exact.
-const SLACK: Duration = ms(500);
-
-/// These tests check backoff and classification; the default per-function budget (10 %
-/// of requests, at least 10 retries per 10 s) is the subject of tests of its own.
-static UNLIMITED: RetryBudget = RetryBudget::unlimited();
-
-/// One GET: the body of a success, or the failure classified.
-async fn get(client: &Client, url: &str) -> Result<String, RequestError> {
-    let response = client.get(url).send().await?.error_for_retry()?;
-    Ok(response.text().await?)
-}
+use support::{
+    Reply, SLACK, Server, UNLIMITED, Write, WriteServer, client, get, get_3_attempts, ms, status_of,
+};
 
 // ---- 1. Transient failures that clear -------------------------------------------------
-
-#[retry(attempts = 3, base = "20ms", jitter = "none", budget = UNLIMITED)]
-#[idempotent]
-async fn get_3_attempts(client: &Client, url: &str) -> Result<String, RequestError> {
-    get(client, url).await
-}
 
 // Two 503s, then a 200: three requests, the waits between them 20 ms then 40 ms.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -7,32 +7,13 @@
 
 mod support;
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use persevere::http::{StatusError, check};
 use persevere::reqwest::{RequestError, ResponseExt};
-use persevere::{Class, Classify, RetryBudget, idempotent, retry};
+use persevere::{Class, Classify, idempotent, retry};
 use reqwest::Client;
-use support::{Reply, Server, client};
-
-const fn ms(n: u64) -> Duration {
-    Duration::from_millis(n)
-}
-
-const SLACK: Duration = ms(500);
-
-static UNLIMITED: RetryBudget = RetryBudget::unlimited();
-
-async fn get(client: &Client, url: &str) -> Result<String, RequestError> {
-    let response = client.get(url).send().await?.error_for_retry()?;
-    Ok(response.text().await?)
-}
-
-#[retry(attempts = 3, base = "20ms", jitter = "none", budget = UNLIMITED)]
-#[idempotent]
-async fn get_3_attempts(client: &Client, url: &str) -> Result<String, RequestError> {
-    get(client, url).await
-}
+use support::{Reply, SLACK, Server, UNLIMITED, client, get, get_3_attempts, ms};
 
 // Each millisecond header sets the wait (0.8 to 1.2 times it, the spread after a
 // server's wait), before a `Retry-After` of 5 s that comes with it.

@@ -178,6 +178,20 @@ mod tests {
             assert!(!timer.is_waiting(), "{limit:?}");
             assert!(!timer.needs_arming(), "{limit:?}");
         }
+        // Duration::MAX, armed last, ends the sleep at thirty years.
+        let passed = |timer: std::pin::Pin<&mut Timer<()>>| {
+            let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+            timer.poll_limit(&mut cx)
+        };
+        let year = Duration::from_secs(365 * 24 * 3600);
+        tokio::time::advance(29 * year).await;
+        assert_eq!(passed(timer.as_mut()), None);
+        tokio::time::advance(2 * year).await;
+        // Its length saturates at what the word holds, 146 years.
+        assert_eq!(
+            passed(timer.as_mut()),
+            Some(Duration::from_nanos((1 << 62) - 1))
+        );
         timer.as_mut().arm(None);
         assert!(!timer.is_limited());
         timer.as_mut().wait(Duration::from_millis(1), (), false);

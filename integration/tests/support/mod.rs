@@ -32,6 +32,33 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinHandle;
 
+use persevere::reqwest::{RequestError, ResponseExt};
+use persevere::{RetryBudget, idempotent, retry};
+
+pub const fn ms(n: u64) -> Duration {
+    Duration::from_millis(n)
+}
+
+/// Room for a busy machine above a wait that should be exact.
+pub const SLACK: Duration = ms(500);
+
+/// These tests check backoff and classification; the default per-function budget (10 %
+/// of requests, at least 10 retries per 10 s) is the subject of tests of its own.
+pub static UNLIMITED: RetryBudget = RetryBudget::unlimited();
+
+/// One GET: the body of a success, or the failure classified.
+pub async fn get(client: &reqwest::Client, url: &str) -> Result<String, RequestError> {
+    let response = client.get(url).send().await?.error_for_retry()?;
+    Ok(response.text().await?)
+}
+
+/// [`get`], three attempts, 20 ms then 40 ms apart without jitter.
+#[retry(attempts = 3, base = "20ms", jitter = "none", budget = UNLIMITED)]
+#[idempotent]
+pub async fn get_3_attempts(client: &reqwest::Client, url: &str) -> Result<String, RequestError> {
+    get(client, url).await
+}
+
 /// One request as the server received it.
 #[derive(Clone, Debug)]
 pub struct Request {
