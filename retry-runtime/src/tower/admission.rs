@@ -141,9 +141,13 @@ impl Budget {
         if now < self.quiet_until.load(Ordering::Relaxed) {
             return false;
         }
-        // What time has earned since it last earned, whole thousandths of a token.
+        // What time has earned since it last earned, whole thousandths of a token (none
+        // for a budget that earns nothing by time).
         let earned_at = self.earned_at.load(Ordering::Relaxed);
-        let per_milli = 1_000_000_000 / u64::from(self.per_second_milli.max(1));
+        let per_milli = match self.per_second_milli {
+            0 => u64::MAX,
+            per_second => 1_000_000_000 / u64::from(per_second),
+        };
         let milli = now.saturating_sub(earned_at) / per_milli;
         if milli > 0
             && self

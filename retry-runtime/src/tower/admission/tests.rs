@@ -200,6 +200,15 @@ async fn answers_and_time_earn_tokens_up_to_the_cap() {
         send(&mut service, &[RETRY]).await.status(),
         StatusCode::SERVICE_UNAVAILABLE
     );
+    // (A budget that earns nothing by time earns nothing in a long while either.)
+    let idle = fixed(1);
+    let mut idle_service = idle.layer(inner.clone());
+    send(&mut idle_service, &[RETRY]).await;
+    tokio::time::advance(Duration::from_secs(3600)).await;
+    assert_eq!(
+        send(&mut idle_service, &[RETRY]).await.status(),
+        StatusCode::SERVICE_UNAVAILABLE
+    );
 }
 
 // After an answer over capacity, no retry passes for the quiet time, tokens or not.
