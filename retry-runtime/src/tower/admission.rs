@@ -131,7 +131,8 @@ impl Budget {
         let _ = self
             .tokens_milli
             .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |tokens| {
-                (tokens < cap).then(|| tokens.saturating_add(milli).min(cap))
+                // Never above the cap: a full budget is left as it is, unwritten.
+                (tokens != cap).then(|| tokens.saturating_add(milli).min(cap))
             });
     }
 
@@ -149,7 +150,7 @@ impl Budget {
             per_second => 1_000_000_000 / u64::from(per_second),
         };
         let milli = now.saturating_sub(earned_at) / per_milli;
-        if milli > 0
+        if milli != 0
             && self
                 .earned_at
                 .compare_exchange(
