@@ -287,3 +287,52 @@ async fn a_failed_answer_earns_nothing() {
     send(&mut service, &[]).await;
     assert_eq!(send(&mut service, &[RETRY]).await.status(), StatusCode::OK);
 }
+
+// Time earns exactly what the layer was given: half a token a second is one in 2 s.
+#[tokio::test(start_paused = true)]
+async fn time_earns_the_rate_it_was_given() {
+    let layer = fixed(5).with_per_second(0.5);
+    let mut service = layer.layer(Answer::new(200));
+    for _ in 0..5 {
+        send(&mut service, &[RETRY]).await;
+    }
+    tokio::time::advance(Duration::from_secs(4)).await;
+    assert_eq!(send(&mut service, &[RETRY]).await.status(), StatusCode::OK);
+    // Two earned, one spent.
+    assert_eq!(layer.snapshot().tokens_milli, 1000);
+}
+
+/// An inner service not ready yet.
+struct Busy;
+
+impl Service<Request<()>> for Busy {
+    type Response = Response<String>;
+    type Error = Infallible;
+    type Future = Ready<Result<Response<String>, Infallible>>;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        Poll::Pending
+    }
+
+    fn call(&mut self, _: Request<()>) -> Self::Future {
+        unreachable!("never ready")
+    }
+}
+
+// The layer is ready when the service it wraps is: it adds no capacity of its own.
+#[test]
+fn the_layer_is_ready_when_its_service_is() {
+    let mut cx = Context::from_waker(std::task::Waker::noop());
+    assert!(
+        RetryAdmissionLayer::new()
+            .layer(Busy)
+            .poll_ready(&mut cx)
+            .is_pending()
+    );
+    assert!(
+        RetryAdmissionLayer::new()
+            .layer(Answer::new(200))
+            .poll_ready(&mut cx)
+            .is_ready()
+    );
+}
