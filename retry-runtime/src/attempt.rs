@@ -6,9 +6,9 @@ use crate::layer;
 
 /// The number of the attempt running now in the innermost `#[retry]` call: 1 for a
 /// first attempt, and outside any `#[retry]` call (a request made once is a first
-/// attempt); 2 for the first retry, and so on. Code in a [`deadline::scope`]
-/// (crate::deadline::scope) counts as the attempt it runs in; a nested `#[retry]` call
-/// counts its own attempts.
+/// attempt); 2 for the first retry, and so on. Code in a
+/// [`deadline::scope`](crate::deadline::scope) counts as the attempt it runs in; a
+/// nested `#[retry]` call counts its own attempts.
 ///
 /// ```
 /// # #[tokio::main(flavor = "current_thread")] async fn main() {
