@@ -58,12 +58,13 @@ async fn the_server_sees_the_attempt_header_count_up() {
     );
 }
 
-// A server over capacity (503): the layer sheds the retry that follows at once, with an
-// answer that makes the client stop: the handler sees one request, and the client makes
-// two (the first attempt, and the retry refused), not four.
+// A server over capacity (503; a layer that takes one such answer as an overload): the
+// layer sheds the retry that follows at once, with an answer that makes the client
+// stop: the handler sees one request, and the client makes two (the first attempt, and
+// the retry refused), not four.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_shed_retry_stops_the_client() {
-    let layer = RetryAdmissionLayer::new();
+    let layer = RetryAdmissionLayer::new().with_quiet_after(1);
     let server =
         Server::scripted_with([], Reply::status(503), |router| router.layer(layer.clone())).await;
     let error = get(&client(), &server.url("/")).await.unwrap_err();
@@ -79,6 +80,23 @@ async fn a_shed_retry_stops_the_client() {
         error.to_string(),
         "the server answered 503 Service Unavailable and asked not to retry"
     );
+}
+
+// A blip: one 429 with the server's own wait, then a success. The default layer takes one
+// answer over capacity for a blip, so the client's retry, after the wait, passes.
+// Can fail: a layer whose quiet time begins at the first 429 (the call then fails).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_blip_s_retry_passes_after_the_server_s_wait() {
+    let layer = RetryAdmissionLayer::new();
+    let server = Server::scripted_with(
+        [Reply::status(429).header("retry-after-ms", "300")],
+        Reply::ok(),
+        |router| router.layer(layer.clone()),
+    )
+    .await;
+    assert_eq!(get(&client(), &server.url("/")).await.unwrap(), "OK");
+    assert_eq!(server.log.answers(), [Some(429), Some(200)]);
+    assert_eq!(layer.snapshot().retries_shed, 0);
 }
 
 /// A handler of limited capacity: at most `capacity` requests at once, each taking

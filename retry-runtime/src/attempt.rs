@@ -8,7 +8,9 @@ use crate::layer;
 /// first attempt, and outside any `#[retry]` call (a request made once is a first
 /// attempt); 2 for the first retry, and so on. Code in a
 /// [`deadline::scope`](crate::deadline::scope) counts as the attempt it runs in; a
-/// nested `#[retry]` call counts its own attempts.
+/// nested `#[retry]` call counts its own attempts; a hedged copy counts as the attempt it
+/// copies (a copy of a first attempt is 1); a task spawned inside an attempt runs outside
+/// it, and is 1.
 ///
 /// ```
 /// # #[tokio::main(flavor = "current_thread")] async fn main() {

@@ -128,12 +128,14 @@ impl StatusError {
 impl fmt::Display for StatusError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "the server answered {}", self.status)?;
-        if self.pushback.should_retry() == Some(false) {
-            write!(f, " and asked not to retry")?;
-        } else if let Some(wait) = self.pushback.wait() {
-            write!(f, " and asked to retry after {wait:?}")?;
+        // What the server asked, where it counts: a wait only where it applies.
+        match self.classify() {
+            _ if self.pushback.should_retry() == Some(false) => {
+                write!(f, " and asked not to retry")
+            }
+            Class::RetryAfter(wait) => write!(f, " and asked to retry after {wait:?}"),
+            _ => Ok(()),
         }
-        Ok(())
     }
 }
 
@@ -251,6 +253,33 @@ pub fn deadline_from(headers: &HeaderMap) -> Option<Duration> {
 
 #[cfg(test)]
 mod tests {
+    // The error keeps the pushback, and says only what counts of it.
+    #[test]
+    fn a_status_error_keeps_and_tells_its_pushback() {
+        use super::*;
+        let pushback = Pushback::new(Some(Duration::from_secs(3)), None);
+        let busy = StatusError::with_pushback(StatusCode::SERVICE_UNAVAILABLE, pushback);
+        assert_eq!(busy.pushback(), pushback);
+        assert_eq!(
+            busy.to_string(),
+            "the server answered 503 Service Unavailable and asked to retry after 3s"
+        );
+        // A 500 stays uncertain and a 404 permanent: the wait is not theirs to honour.
+        for status in [StatusCode::INTERNAL_SERVER_ERROR, StatusCode::NOT_FOUND] {
+            let error = StatusError::with_pushback(status, pushback);
+            assert_eq!(error.to_string(), format!("the server answered {status}"));
+        }
+        let stop = StatusError::with_pushback(
+            StatusCode::TOO_MANY_REQUESTS,
+            Pushback::new(Some(Duration::from_secs(3)), Some(false)),
+        );
+        assert_eq!(stop.pushback().should_retry(), Some(false));
+        assert_eq!(
+            stop.to_string(),
+            "the server answered 429 Too Many Requests and asked not to retry"
+        );
+    }
+
     use super::*;
     use http::HeaderValue;
 

@@ -429,3 +429,31 @@ pub(crate) fn earliest(a: Option<Instant>, b: Option<Instant>) -> Option<Instant
         (None, b) => b,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // The retry bit is the bit that only a frame not started uses for "begins at once":
+    // it is set only on a started frame, stays set, and never reads as "begins at once".
+    #[test]
+    fn a_retry_s_frame_carries_its_bit() {
+        let started = Frame::known(CompactDeadline::NONE);
+        assert!(!started.is_retry());
+        let retry = started.retrying(true);
+        assert!(retry.is_retry());
+        assert!(retry.retrying(true).is_retry(), "set twice, still set");
+        assert!(!started.retrying(false).is_retry());
+        assert!(!retry.moved_on().inner_failed() && retry.moved_on().is_retry());
+        // A frame not started is left as it is: its bit means "begins at once".
+        let lazy = Frame::lazy(1_000).beginning_at_once(false);
+        assert_eq!(lazy.retrying(true).0, lazy.0);
+        assert!(!lazy.retrying(true).is_retry());
+        let at_once = Frame::lazy(1_000).beginning_at_once(true);
+        assert!(!at_once.is_retry());
+        // A started retry's frame never asks to begin.
+        let entered = Entered::new(Frame::OUTSIDE);
+        assert!(!entered.must_begin(retry));
+        entered.leave();
+    }
+}

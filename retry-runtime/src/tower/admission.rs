@@ -12,10 +12,12 @@
 //! below 500 other than 429; for gRPC, no error status in the answer's headers), and one
 //! a second, up to a cap (100 by default); a retry admitted spends one. An answer "over
 //! capacity" (a 429 or 503, or gRPC's `RESOURCE_EXHAUSTED` or `UNAVAILABLE` in its
-//! headers) earns nothing, nor does another failure (a 500, a 502). For a moment after the inner service answers "over capacity" (one second by
-//! default), no retry is admitted at all: the service has just said it has no room,
-//! and a retry would take the room of a first attempt. CONTRIBUTING.md says why this
-//! shape and not a fixed share of first attempts, from the storm simulator's runs.
+//! headers) earns nothing, nor does another failure (a 500, a 502). Once the service is
+//! over capacity (ten such answers in one second, by default), no retry is admitted for
+//! a moment (one second): the service has said it has no room, and a retry would take
+//! the room of a first attempt. One such answer is a blip: the retry that follows it,
+//! after the server's own wait, passes. CONTRIBUTING.md says why this shape and not a
+//! fixed share of first attempts, from the storm simulator's runs.
 //!
 //! **A retry** is a request whose headers say it is one, each by its own counting:
 //! `persevere-attempt` and `x-envoy-attempt-count` of 2 or more (they count from 1),
@@ -32,7 +34,9 @@
 //! and the clients Stainless generates stop at that answer.
 //!
 //! One budget per layer value, shared by the services it makes: mount one per route or
-//! service as the capacity it protects is shared.
+//! service as the capacity it protects is shared (one layer over a router sheds the
+//! retries of every route once any of them is over capacity). The `with_*` settings
+//! make the layer's budget anew: set a layer up before it makes services.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -65,29 +69,44 @@ fn says_retry(name: &str, value: &HeaderValue) -> bool {
         crate::http::AMZ_SDK_REQUEST => return aws_attempt(value).is_some_and(|n| n >= 2),
         _ => return false,
     };
-    let number = value
-        .to_str()
-        .ok()
-        .and_then(|text| text.trim().parse::<u64>().ok());
-    number.is_some_and(|n| n >= least)
+    // A proxy may have joined two values with a comma.
+    let Ok(text) = value.to_str() else {
+        return false;
+    };
+    text.split(',')
+        .any(|item| count(item).is_some_and(|n| n >= least))
 }
 
-/// `amz-sdk-request`'s `attempt=`: `attempt=2; max=3`.
+/// A count: whole digits, spaces around them allowed; more than a `u64` holds is the
+/// most it holds, as for the pushback headers' numbers.
+fn count(text: &str) -> Option<u64> {
+    let text = text.trim();
+    let digits = !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit());
+    digits.then(|| text.parse().unwrap_or(u64::MAX))
+}
+
+/// `amz-sdk-request`'s first `attempt=`: `attempt=2; max=3`.
 fn aws_attempt(value: &HeaderValue) -> Option<u64> {
     let text = value.to_str().ok()?;
-    text.split(';').find_map(|part| {
-        let (key, value) = part.split_once('=')?;
-        (key.trim() == "attempt")
-            .then(|| value.trim().parse().ok())
-            .flatten()
-    })
+    text.split(';')
+        .find_map(|part| {
+            let (key, value) = part.split_once('=')?;
+            (key.trim() == "attempt").then(|| count(value))
+        })
+        .flatten()
 }
 
-/// Whether a request with `headers` is gRPC's.
-fn is_grpc(headers: &HeaderMap) -> bool {
-    headers
-        .get(http::header::CONTENT_TYPE)
-        .is_some_and(|value| value.as_bytes().starts_with(b"application/grpc"))
+/// The content type of a gRPC request (`application/grpc`, `application/grpc+proto`,
+/// `application/grpc-web`..., in any case), which its refusal answers in; `None` for
+/// any other request.
+fn grpc_content_type(headers: &HeaderMap) -> Option<HeaderValue> {
+    let value = headers.get(http::header::CONTENT_TYPE)?;
+    let bytes = value.as_bytes();
+    let grpc = b"application/grpc";
+    let is_grpc = bytes.len() >= grpc.len()
+        && bytes[..grpc.len()].eq_ignore_ascii_case(grpc)
+        && matches!(bytes.get(grpc.len()), None | Some(b'+' | b';' | b'-'));
+    is_grpc.then(|| value.clone())
 }
 
 /// What a [`RetryAdmissionLayer`] has let through and refused.
@@ -103,15 +122,25 @@ pub struct AdmissionSnapshot {
     pub tokens_milli: u32,
 }
 
-/// The budget of one layer: tokens in thousandths, earned by answers and by time.
-#[derive(Debug)]
-struct Budget {
-    origin: Instant,
+/// What a layer's budget is set to.
+#[derive(Clone, Copy, Debug)]
+struct Settings {
     cap_milli: u32,
     per_answer_milli: u32,
     per_second_milli: u32,
     quiet_nanos: u64,
+    quiet_after: u32,
+}
+
+/// The budget of one layer: tokens in thousandths, earned by answers and by time.
+#[derive(Debug)]
+struct Budget {
+    origin: Instant,
+    settings: Settings,
     tokens_milli: AtomicU32,
+    // The answers over capacity in the current second: the second since `origin` in
+    // the high half, the count in the low.
+    overloads: AtomicU64,
     // Nanoseconds from `origin`: until when no retry passes, and when the budget last
     // earned by time.
     quiet_until: AtomicU64,
@@ -127,7 +156,7 @@ impl Budget {
     }
 
     fn earn(&self, milli: u32) {
-        let cap = self.cap_milli;
+        let cap = self.settings.cap_milli;
         let _ = self
             .tokens_milli
             .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |tokens| {
@@ -145,7 +174,7 @@ impl Budget {
         // What time has earned since it last earned, whole thousandths of a token (none
         // for a budget that earns nothing by time).
         let earned_at = self.earned_at.load(Ordering::Relaxed);
-        let per_milli = match self.per_second_milli {
+        let per_milli = match self.settings.per_second_milli {
             0 => u64::MAX,
             per_second => 1_000_000_000 / u64::from(per_second),
         };
@@ -173,14 +202,38 @@ impl Budget {
     /// The inner service answered as `answer` says.
     fn answered(&self, answer: Answer) {
         match answer {
-            Answer::Served => self.earn(self.per_answer_milli),
-            Answer::OverCapacity => {
-                let until = self
-                    .nanos(TokioClock::now())
-                    .saturating_add(self.quiet_nanos);
-                self.quiet_until.fetch_max(until, Ordering::Relaxed);
-            }
+            Answer::Served => self.earn(self.settings.per_answer_milli),
+            Answer::OverCapacity => self.overloaded(),
             Answer::Failed => {}
+        }
+    }
+
+    /// An answer over capacity: counted in its second, and the quiet time begins once
+    /// the second has `quiet_after` of them. One 503 is a blip, whose retry, after the
+    /// server's own wait, should pass; many in a second are an overload.
+    fn overloaded(&self) {
+        let now = self.nanos(TokioClock::now());
+        let second = now / 1_000_000_000;
+        let counted = self
+            .overloads
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |packed| {
+                let count = if packed >> 32 == second {
+                    packed & 0xffff_ffff
+                } else {
+                    0
+                };
+                Some((second << 32) | (count + 1).min(0xffff_ffff))
+            })
+            .map_or(0, |packed| {
+                if packed >> 32 == second {
+                    (packed & 0xffff_ffff) + 1
+                } else {
+                    1
+                }
+            });
+        if counted >= u64::from(self.settings.quiet_after) {
+            let until = now.saturating_add(self.settings.quiet_nanos);
+            self.quiet_until.fetch_max(until, Ordering::Relaxed);
         }
     }
 }
@@ -211,26 +264,26 @@ impl Default for RetryAdmissionLayer {
 }
 
 impl RetryAdmissionLayer {
-    /// A layer whose budget earns a token for each answer served and one a second, holds at most 100, starts full, and admits no retry for a
-    /// second after an answer over capacity.
+    /// A layer whose budget earns a token for each answer served and one a second,
+    /// holds at most 100, starts full, and admits no retry for a second after ten answers
+    /// over capacity in one second.
     pub fn new() -> Self {
-        Self::from_parts(100_000, 1000, 1000, Duration::from_secs(1))
+        Self::with_settings(Settings {
+            cap_milli: 100_000,
+            per_answer_milli: 1000,
+            per_second_milli: 1000,
+            quiet_nanos: 1_000_000_000,
+            quiet_after: 10,
+        })
     }
 
-    fn from_parts(
-        cap_milli: u32,
-        per_answer_milli: u32,
-        per_second_milli: u32,
-        quiet: Duration,
-    ) -> Self {
+    fn with_settings(settings: Settings) -> Self {
         Self {
             budget: Arc::new(Budget {
                 origin: TokioClock::now(),
-                cap_milli,
-                per_answer_milli,
-                per_second_milli,
-                quiet_nanos: u64::try_from(quiet.as_nanos()).unwrap_or(u64::MAX),
-                tokens_milli: AtomicU32::new(cap_milli),
+                settings,
+                tokens_milli: AtomicU32::new(settings.cap_milli),
+                overloads: AtomicU64::new(0),
                 quiet_until: AtomicU64::new(0),
                 earned_at: AtomicU64::new(0),
                 first_attempts: AtomicU64::new(0),
@@ -240,40 +293,43 @@ impl RetryAdmissionLayer {
         }
     }
 
-    fn rebuilt(&self, f: impl FnOnce(&mut (u32, u32, u32, Duration))) -> Self {
-        let b = &self.budget;
-        let mut parts = (
-            b.cap_milli,
-            b.per_answer_milli,
-            b.per_second_milli,
-            Duration::from_nanos(b.quiet_nanos),
-        );
-        f(&mut parts);
-        Self::from_parts(parts.0, parts.1, parts.2, parts.3)
+    /// This layer's settings changed by `change`, with a budget of its own: set a layer
+    /// up before it makes services, since those share the budget it has then.
+    fn set(self, change: impl FnOnce(&mut Settings)) -> Self {
+        let mut settings = self.budget.settings;
+        change(&mut settings);
+        Self::with_settings(settings)
     }
 
     /// The most tokens the budget holds (and starts with): the most retries let through
     /// at once after a quiet time.
-    pub fn with_cap(&self, tokens: u32) -> Self {
-        self.rebuilt(|parts| parts.0 = tokens.saturating_mul(1000))
+    pub fn with_cap(self, tokens: u32) -> Self {
+        self.set(|s| s.cap_milli = tokens.saturating_mul(1000))
     }
 
     /// The tokens each answer served earns: `1.0` lets a retry through for
     /// each answered request, `0.1` for one in ten.
-    pub fn with_per_answer(&self, tokens: f64) -> Self {
+    pub fn with_per_answer(self, tokens: f64) -> Self {
         let milli = (tokens.clamp(0.0, 1000.0) * 1000.0) as u32;
-        self.rebuilt(|parts| parts.1 = milli)
+        self.set(|s| s.per_answer_milli = milli)
     }
 
     /// The tokens the budget earns each second, whatever the traffic.
-    pub fn with_per_second(&self, tokens: f64) -> Self {
+    pub fn with_per_second(self, tokens: f64) -> Self {
         let milli = (tokens.clamp(0.0, 1_000_000.0) * 1000.0) as u32;
-        self.rebuilt(|parts| parts.2 = milli)
+        self.set(|s| s.per_second_milli = milli)
     }
 
-    /// How long after an answer over capacity no retry passes.
-    pub fn with_quiet(&self, quiet: Duration) -> Self {
-        self.rebuilt(|parts| parts.3 = quiet)
+    /// How long no retry passes once the service is over capacity.
+    pub fn with_quiet(self, quiet: Duration) -> Self {
+        let nanos = u64::try_from(quiet.as_nanos()).unwrap_or(u64::MAX);
+        self.set(|s| s.quiet_nanos = nanos)
+    }
+
+    /// How many answers over capacity in one second make the service over capacity (10
+    /// by default; at least 1): fewer are a blip, whose retries still pass.
+    pub fn with_quiet_after(self, answers: u32) -> Self {
+        self.set(|s| s.quiet_after = answers.max(1))
     }
 
     /// What the layer has let through and refused so far, across the services it made.
@@ -337,7 +393,7 @@ where
             self.budget.shed.fetch_add(1, Ordering::Relaxed);
             return AdmissionFuture {
                 state: State::Shed {
-                    grpc: is_grpc(headers),
+                    grpc: grpc_content_type(headers),
                 },
             };
         };
@@ -363,7 +419,7 @@ pin_project_lite::pin_project! {
     #[project = StateProject]
     enum State<F> {
         Inner { #[pin] future: F, budget: Arc<Budget> },
-        Shed { grpc: bool },
+        Shed { grpc: Option<HeaderValue> },
     }
 }
 
@@ -383,7 +439,7 @@ where
                 }
                 Poll::Ready(output)
             }
-            StateProject::Shed { grpc } => Poll::Ready(Ok(shed(*grpc))),
+            StateProject::Shed { grpc } => Poll::Ready(Ok(shed(grpc.take()))),
         }
     }
 }
@@ -422,18 +478,16 @@ impl Answer {
 
 /// The answer to a retry refused: "unavailable, do not retry", in the request's protocol.
 #[cold]
-fn shed<R: Default>(grpc: bool) -> Response<R> {
+fn shed<R: Default>(grpc: Option<HeaderValue>) -> Response<R> {
     let mut response = Response::new(R::default());
-    if !grpc {
+    if grpc.is_none() {
         *response.status_mut() = StatusCode::SERVICE_UNAVAILABLE;
     }
     let headers = response.headers_mut();
-    if grpc {
-        // A trailers-only answer: the status in the headers.
-        headers.insert(
-            http::header::CONTENT_TYPE,
-            HeaderValue::from_static("application/grpc"),
-        );
+    if let Some(content_type) = grpc {
+        // A trailers-only answer, in the request's content type: the status in the
+        // headers.
+        headers.insert(http::header::CONTENT_TYPE, content_type);
         headers.insert("grpc-status", HeaderValue::from_static("14"));
         headers.insert(
             "grpc-message",
