@@ -128,7 +128,7 @@ impl Frame {
     /// Whether this is the frame of a retry.
     #[inline]
     pub(crate) fn is_retry(&self) -> bool {
-        self.0 & (Self::STARTED | Self::RETRY) == Self::STARTED | Self::RETRY
+        self.0 & Self::STARTED != 0 && self.0 & Self::RETRY != 0
     }
 
     /// Whether a failure came out of a nested `#[retry]` call.
