@@ -42,14 +42,10 @@ impl AttemptHeader {
     /// The header's value for the attempt running now, if it is a retry
     /// ([`crate::attempt::number`]); `None` in a first attempt.
     pub fn value(self) -> Option<HeaderValue> {
-        let number = crate::attempt::number();
-        if number < 2 {
-            return None;
-        }
-        let text = match (self, crate::attempt::max()) {
-            (AttemptHeader::Aws, Some(max)) => format!("attempt={number}; max={max}"),
-            (AttemptHeader::Aws, None) => format!("attempt={number}"),
-            _ => number.to_string(),
+        let (number, max) = crate::layer::current_retry()?;
+        let text = match self {
+            AttemptHeader::Aws => format!("attempt={number}; max={max}"),
+            AttemptHeader::Persevere | AttemptHeader::Envoy => number.to_string(),
         };
         HeaderValue::from_str(&text).ok()
     }
@@ -69,5 +65,55 @@ impl AttemptHeader {
 pub fn insert_attempt(headers: &mut HeaderMap, header: AttemptHeader) {
     if let Some(value) = header.value() {
         headers.insert(HeaderName::from_static(header.name()), value);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+    use std::time::Duration;
+
+    use super::*;
+    use crate::{Policy, RetryBudget};
+
+    static UNLIMITED: RetryBudget = RetryBudget::unlimited();
+
+    // Each format on each attempt of a call of three: nothing on the first.
+    #[tokio::test(start_paused = true)]
+    async fn each_format_on_each_attempt() {
+        let policy = Policy::new()
+            .with_attempts(3)
+            .with_base(Duration::from_millis(10))
+            .with_budget(&UNLIMITED);
+        let seen = Mutex::new(Vec::new());
+        let result: std::io::Result<()> = crate::retry_fn(&policy, || async {
+            let mut headers = HeaderMap::new();
+            for header in [
+                AttemptHeader::Persevere,
+                AttemptHeader::Envoy,
+                AttemptHeader::Aws,
+            ] {
+                insert_attempt(&mut headers, header);
+            }
+            let text = |name: &str| headers.get(name).map(|v| v.to_str().unwrap().to_owned());
+            let mut seen = seen.lock().unwrap();
+            seen.push([PERSEVERE_ATTEMPT, X_ENVOY_ATTEMPT_COUNT, AMZ_SDK_REQUEST].map(text));
+            if seen.len() < 3 {
+                Err(std::io::ErrorKind::ConnectionReset.into())
+            } else {
+                Ok(())
+            }
+        })
+        .await;
+        result.unwrap();
+        let some = |s: &str| Some(s.to_owned());
+        assert_eq!(
+            *seen.lock().unwrap(),
+            [
+                [None, None, None],
+                [some("2"), some("2"), some("attempt=2; max=3")],
+                [some("3"), some("3"), some("attempt=3; max=3")],
+            ]
+        );
     }
 }
