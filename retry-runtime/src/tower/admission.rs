@@ -212,25 +212,26 @@ impl Budget {
     /// the second has `quiet_after` of them. One 503 is a blip, whose retry, after the
     /// server's own wait, should pass; many in a second are an overload.
     fn overloaded(&self) {
+        /// The count's half of `overloads`.
+        const COUNT: u64 = 0xffff_ffff;
         let now = self.nanos(TokioClock::now());
         let second = now / 1_000_000_000;
-        let counted = self
+        // `packed` with this answer counted: in the same second, one more; else the first.
+        let bumped = |packed: u64| {
+            let count = if packed >> 32 == second {
+                packed & COUNT
+            } else {
+                0
+            };
+            (second << 32) + (count + 1).min(COUNT)
+        };
+        let previous = self
             .overloads
             .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |packed| {
-                let count = if packed >> 32 == second {
-                    packed & 0xffff_ffff
-                } else {
-                    0
-                };
-                Some((second << 32) | (count + 1).min(0xffff_ffff))
+                Some(bumped(packed))
             })
-            .map_or(0, |packed| {
-                if packed >> 32 == second {
-                    (packed & 0xffff_ffff) + 1
-                } else {
-                    1
-                }
-            });
+            .unwrap_or_else(|packed| packed);
+        let counted = bumped(previous) & COUNT;
         if counted >= u64::from(self.settings.quiet_after) {
             let until = now.saturating_add(self.settings.quiet_nanos);
             self.quiet_until.fetch_max(until, Ordering::Relaxed);

@@ -379,8 +379,9 @@ async fn the_quiet_time_begins_at_the_tenth_overload_in_a_second() {
         0,
         "the retry reached the service"
     );
-    // Eight more in this second: ten in all, with the retry's own.
+    // Eight more in this second, 50 ms apart: ten in all, with the retry's own.
     for _ in 0..8 {
+        tokio::time::advance(Duration::from_millis(50)).await;
         send(&mut service, &[]).await;
     }
     inner.set(200);
@@ -400,4 +401,16 @@ async fn the_quiet_time_begins_at_the_tenth_overload_in_a_second() {
     send(&mut service, &[]).await;
     inner.set(200);
     assert_eq!(send(&mut service, &[RETRY]).await.status(), StatusCode::OK);
+
+    // Ten in a later second are an overload too.
+    inner.set(503);
+    tokio::time::advance(Duration::from_secs(5)).await;
+    for _ in 0..10 {
+        send(&mut service, &[]).await;
+    }
+    inner.set(200);
+    assert_eq!(
+        send(&mut service, &[RETRY]).await.status(),
+        StatusCode::SERVICE_UNAVAILABLE
+    );
 }
