@@ -73,13 +73,20 @@ pub fn retry_after(headers: &HeaderMap) -> Option<Duration> {
 /// negative number gives `None`, so that the computed backoff applies instead; a date
 /// not after `now` gives a zero wait (the server says "now"); never a panic.
 pub fn parse_retry_after(value: &str, now: SystemTime) -> Option<Duration> {
-    let value = value.trim();
-    if !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit()) {
-        // More digits than a u64 holds is still a (very long) wait.
-        return Some(Duration::from_secs(value.parse().unwrap_or(u64::MAX)));
+    if let Some(secs) = parse_count(value) {
+        return Some(Duration::from_secs(secs));
     }
-    let date = httpdate::parse_http_date(value).ok()?;
+    let date = httpdate::parse_http_date(value.trim()).ok()?;
     Some(date.duration_since(now).unwrap_or(Duration::ZERO))
+}
+
+/// A header's whole number: digits only, spaces around them allowed (no sign, no
+/// fraction); more digits than a `u64` holds is the most it holds (a very long wait, a
+/// very late attempt). The one reading of every number in the headers persevere reads.
+pub(crate) fn parse_count(value: &str) -> Option<u64> {
+    let value = value.trim();
+    let digits = !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit());
+    digits.then(|| value.parse().unwrap_or(u64::MAX))
 }
 
 /// The class of a response: its status's, as its headers change it ([`Pushback`]): the

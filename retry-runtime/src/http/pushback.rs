@@ -135,11 +135,7 @@ impl Pushback {
 /// negative or fractional number, garbage, nothing). More digits than a `u64` holds is
 /// a very long wait, as for `Retry-After`.
 pub fn parse_millis(value: &str) -> Option<Duration> {
-    let value = value.trim();
-    if value.is_empty() || !value.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    Some(Duration::from_millis(value.parse().unwrap_or(u64::MAX)))
+    super::parse_count(value).map(Duration::from_millis)
 }
 
 /// `x-should-retry`'s value: `true` or `false` in any case, surrounding spaces allowed;

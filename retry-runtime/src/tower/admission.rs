@@ -38,76 +38,23 @@
 //! retries of every route once any of them is over capacity). The `with_*` settings
 //! make the layer's budget anew: set a layer up before it makes services.
 
+mod budget;
+mod protocol;
+
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::task::{Context, Poll};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use http::{HeaderMap, HeaderName, HeaderValue, Request, Response, StatusCode};
+use http::{HeaderValue, Request, Response};
 
 use crate::clock::{Clock, TokioClock};
 
-/// Whether a request with `headers` says it is a retry. One pass over the headers, each
-/// name compared with the five by length first: a request carries a dozen headers or so,
-/// and a lookup of each of the five names would hash each of them.
-pub fn is_retry(headers: &HeaderMap) -> bool {
-    headers
-        .iter()
-        .any(|(name, value)| says_retry(name.as_str(), value))
-}
-
-/// Whether header `name` with `value` says that its request is a retry, each by its own
-/// counting: from 1 (`persevere-attempt`, `x-envoy-attempt-count`, `amz-sdk-request`'s
-/// `attempt=`), from 0 (`x-stainless-retry-count`), or the attempts before
-/// (`grpc-previous-rpc-attempts`).
-fn says_retry(name: &str, value: &HeaderValue) -> bool {
-    let least = match name {
-        crate::http::PERSEVERE_ATTEMPT | crate::http::X_ENVOY_ATTEMPT_COUNT => 2,
-        "x-stainless-retry-count" | "grpc-previous-rpc-attempts" => 1,
-        crate::http::AMZ_SDK_REQUEST => return aws_attempt(value).is_some_and(|n| n >= 2),
-        _ => return false,
-    };
-    // A proxy may have joined two values with a comma.
-    let Ok(text) = value.to_str() else {
-        return false;
-    };
-    text.split(',')
-        .any(|item| count(item).is_some_and(|n| n >= least))
-}
-
-/// A count: whole digits, spaces around them allowed; more than a `u64` holds is the
-/// most it holds, as for the pushback headers' numbers.
-fn count(text: &str) -> Option<u64> {
-    let text = text.trim();
-    let digits = !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit());
-    digits.then(|| text.parse().unwrap_or(u64::MAX))
-}
-
-/// `amz-sdk-request`'s first `attempt=`: `attempt=2; max=3`.
-fn aws_attempt(value: &HeaderValue) -> Option<u64> {
-    let text = value.to_str().ok()?;
-    text.split(';')
-        .find_map(|part| {
-            let (key, value) = part.split_once('=')?;
-            (key.trim() == "attempt").then(|| count(value))
-        })
-        .flatten()
-}
-
-/// The content type of a gRPC request (`application/grpc`, `application/grpc+proto`,
-/// `application/grpc-web`..., in any case), which its refusal answers in; `None` for
-/// any other request.
-fn grpc_content_type(headers: &HeaderMap) -> Option<HeaderValue> {
-    let value = headers.get(http::header::CONTENT_TYPE)?;
-    let bytes = value.as_bytes();
-    let grpc = b"application/grpc";
-    let is_grpc = bytes.len() >= grpc.len()
-        && bytes[..grpc.len()].eq_ignore_ascii_case(grpc)
-        && matches!(bytes.get(grpc.len()), None | Some(b'+' | b';' | b'-'));
-    is_grpc.then(|| value.clone())
-}
+use budget::{Budget, Settings};
+pub use protocol::is_retry;
+use protocol::{Answer, grpc_content_type, shed};
 
 /// What a [`RetryAdmissionLayer`] has let through and refused.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -120,123 +67,6 @@ pub struct AdmissionSnapshot {
     pub retries_shed: u64,
     /// The tokens the budget holds now, in thousandths.
     pub tokens_milli: u32,
-}
-
-/// What a layer's budget is set to.
-#[derive(Clone, Copy, Debug)]
-struct Settings {
-    cap_milli: u32,
-    per_answer_milli: u32,
-    per_second_milli: u32,
-    quiet_nanos: u64,
-    quiet_after: u32,
-}
-
-/// The budget of one layer: tokens in thousandths, earned by answers and by time.
-#[derive(Debug)]
-struct Budget {
-    origin: Instant,
-    settings: Settings,
-    tokens_milli: AtomicU32,
-    // The answers over capacity in the current second: the second since `origin` in
-    // the high half, the count in the low.
-    overloads: AtomicU64,
-    // Nanoseconds from `origin`: until when no retry passes, and when the budget last
-    // earned by time.
-    quiet_until: AtomicU64,
-    earned_at: AtomicU64,
-    first_attempts: AtomicU64,
-    admitted: AtomicU64,
-    shed: AtomicU64,
-}
-
-impl Budget {
-    fn nanos(&self, now: Instant) -> u64 {
-        u64::try_from(now.saturating_duration_since(self.origin).as_nanos()).unwrap_or(u64::MAX)
-    }
-
-    fn earn(&self, milli: u32) {
-        let cap = self.settings.cap_milli;
-        let _ = self
-            .tokens_milli
-            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |tokens| {
-                // Never above the cap: a full budget is left as it is, unwritten.
-                (tokens != cap).then(|| tokens.saturating_add(milli).min(cap))
-            });
-    }
-
-    /// Whether a retry may pass now, spending a token if so.
-    fn admit(&self, now: Instant) -> bool {
-        let now = self.nanos(now);
-        if now < self.quiet_until.load(Ordering::Relaxed) {
-            return false;
-        }
-        // What time has earned since it last earned, whole thousandths of a token (none
-        // for a budget that earns nothing by time).
-        let earned_at = self.earned_at.load(Ordering::Relaxed);
-        let per_milli = match self.settings.per_second_milli {
-            0 => u64::MAX,
-            per_second => 1_000_000_000 / u64::from(per_second),
-        };
-        let milli = now.saturating_sub(earned_at) / per_milli;
-        if milli != 0
-            && self
-                .earned_at
-                .compare_exchange(
-                    earned_at,
-                    earned_at + milli * per_milli,
-                    Ordering::Relaxed,
-                    Ordering::Relaxed,
-                )
-                .is_ok()
-        {
-            self.earn(u32::try_from(milli).unwrap_or(u32::MAX));
-        }
-        self.tokens_milli
-            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |tokens| {
-                tokens.checked_sub(1000)
-            })
-            .is_ok()
-    }
-
-    /// The inner service answered as `answer` says.
-    fn answered(&self, answer: Answer) {
-        match answer {
-            Answer::Served => self.earn(self.settings.per_answer_milli),
-            Answer::OverCapacity => self.overloaded(),
-            Answer::Failed => {}
-        }
-    }
-
-    /// An answer over capacity: counted in its second, and the quiet time begins once
-    /// the second has `quiet_after` of them. One 503 is a blip, whose retry, after the
-    /// server's own wait, should pass; many in a second are an overload.
-    fn overloaded(&self) {
-        /// The count's half of `overloads`.
-        const COUNT: u64 = 0xffff_ffff;
-        let now = self.nanos(TokioClock::now());
-        let second = now / 1_000_000_000;
-        // `packed` with this answer counted: in the same second, one more; else the first.
-        let bumped = |packed: u64| {
-            let count = if packed >> 32 == second {
-                packed & COUNT
-            } else {
-                0
-            };
-            (second << 32) + (count + 1).min(COUNT)
-        };
-        let previous = self
-            .overloads
-            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |packed| {
-                Some(bumped(packed))
-            })
-            .unwrap_or_else(|packed| packed);
-        let counted = bumped(previous) & COUNT;
-        if counted >= u64::from(self.settings.quiet_after) {
-            let until = now.saturating_add(self.settings.quiet_nanos);
-            self.quiet_until.fetch_max(until, Ordering::Relaxed);
-        }
-    }
 }
 
 /// Wraps a service in [`RetryAdmission`]: every first attempt passes; a retry passes
@@ -443,66 +273,6 @@ where
             StateProject::Shed { grpc } => Poll::Ready(Ok(shed(grpc.take()))),
         }
     }
-}
-
-/// What an answer of the inner service says of its capacity.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Answer {
-    /// It served the request: a status below 500 other than 429, without a gRPC error
-    /// status in the headers.
-    Served,
-    /// It had no room: HTTP 429 or 503, or gRPC's `RESOURCE_EXHAUSTED` (8) or
-    /// `UNAVAILABLE` (14) in the answer's headers.
-    OverCapacity,
-    /// Any other failure.
-    Failed,
-}
-
-impl Answer {
-    fn of<R>(response: &Response<R>) -> Self {
-        /// Named once: a lookup by `&str` would parse the name on every answer.
-        const GRPC_STATUS: HeaderName = HeaderName::from_static("grpc-status");
-        let status = response.status();
-        let grpc = response.headers().get(&GRPC_STATUS);
-        if status == StatusCode::TOO_MANY_REQUESTS
-            || status == StatusCode::SERVICE_UNAVAILABLE
-            || grpc.is_some_and(|code| code == "8" || code == "14")
-        {
-            Answer::OverCapacity
-        } else if status.as_u16() < 500 && grpc.is_none_or(|code| code == "0") {
-            Answer::Served
-        } else {
-            Answer::Failed
-        }
-    }
-}
-
-/// The answer to a retry refused: "unavailable, do not retry", in the request's protocol.
-#[cold]
-fn shed<R: Default>(grpc: Option<HeaderValue>) -> Response<R> {
-    let mut response = Response::new(R::default());
-    if grpc.is_none() {
-        *response.status_mut() = StatusCode::SERVICE_UNAVAILABLE;
-    }
-    let headers = response.headers_mut();
-    if let Some(content_type) = grpc {
-        // A trailers-only answer, in the request's content type: the status in the
-        // headers.
-        headers.insert(http::header::CONTENT_TYPE, content_type);
-        headers.insert("grpc-status", HeaderValue::from_static("14"));
-        headers.insert(
-            "grpc-message",
-            HeaderValue::from_static("retry%20shed%20by%20the%20server"),
-        );
-        headers.insert("grpc-retry-pushback-ms", HeaderValue::from_static("-1"));
-    } else {
-        headers.insert(
-            crate::http::X_SHOULD_RETRY,
-            HeaderValue::from_static("false"),
-        );
-        headers.insert(http::header::RETRY_AFTER, HeaderValue::from_static("1"));
-    }
-    response
 }
 
 #[cfg(test)]
