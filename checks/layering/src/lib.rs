@@ -1,0 +1,1 @@
+//! Nothing but the layering check, in `tests/layering.rs`.

@@ -1,0 +1,7 @@
+//! Hedging (`#[retry(hedge = ...)]`): the latency sketch a percentile is read from
+//! ([`latency`]), a hedged attempt and its copies ([`copies`]), and the future of a
+//! hedged function ([`hedged`]).
+
+pub(crate) mod copies;
+pub(crate) mod hedged;
+pub(crate) mod latency;

@@ -1,0 +1,459 @@
+//! Retry layers: which `#[retry]` call encloses the running code, its deadline, and
+//! whether a failure already went through a layer that retried it.
+//!
+//! A layer's frame (its deadline, and whether a failure came out of a nested layer) is
+//! in a thread-local while its attempt runs: a blocking attempt's for as long as it
+//! runs, an async attempt's while it is being polled, swapped in and out on each poll as
+//! a task-local is, so tasks that share a thread never see each other's frames.
+
+use std::cell::Cell;
+use std::future::Future;
+use std::num::NonZeroU64;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use crate::time::clock::{Clock, CompactDeadline, CompactInstant, TokioClock};
+
+/// What an enclosing layer tells the code inside it: its deadline, and whether a failure
+/// came out of a nested `#[retry]` call (which has had its chance to retry, so that the
+/// enclosing layer does not multiply the attempts).
+///
+/// A layer's deadline may not be known yet: an async `#[retry]` call starts its clock
+/// only when something needs it. Until then its
+/// frame holds the deadline as an offset from a start still to be read, and the first
+/// to need the deadline (a nested call, [`crate::layer::deadline::remaining`], or the attempt
+/// yielding for the first time) reads the clock and fixes it.
+///
+/// One word: the frame is copied into and out of a thread-local on every poll, and a
+/// word is copied in one move, which the CPU forwards from store to load. The low four
+/// bits are flags; the other 60 hold, while the clock has not started, the deadline's
+/// offset from the start (up to 36 years; beyond is no deadline), and afterwards an
+/// instant (the deadline, or for a frame without one the start) in signed nanoseconds
+/// from the process-wide origin (18 years either way, saturating).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Frame(u64);
+
+impl Frame {
+    /// Set when a failure came out of a nested `#[retry]` call.
+    const INNER_FAILED: u64 = 1;
+    /// Set once the layer's clock has started.
+    const STARTED: u64 = 2;
+    /// Set for a layer without a deadline.
+    const NO_DEADLINE: u64 = 4;
+    /// Set, before the clock starts, for a call that must begin at its first poll (it
+    /// has a breaker to ask or an attempt timeout to set): kept in the frame, which the
+    /// driver has in hand, rather than read from the policy.
+    const BEGINS_AT_ONCE: u64 = 8;
+    /// Set, once the clock has started, in the frame of a retry (an attempt after the
+    /// first): the same bit as `BEGINS_AT_ONCE`, which only a frame not started has.
+    const RETRY: u64 = 8;
+    const FLAGS: u64 = 15;
+    const SHIFT: u32 = 4;
+    /// The farthest instant from the origin a frame holds, either way.
+    const REACH: i64 = (1 << 59) - 1;
+
+    /// The frame outside any layer: no deadline.
+    pub(crate) const OUTSIDE: Self = Self(Self::STARTED | Self::NO_DEADLINE);
+
+    /// `instant` in the 60 bits of a started frame.
+    #[inline]
+    fn encode(instant: CompactInstant) -> u64 {
+        let from_origin = instant.ticks().wrapping_sub(1 << 63) as i64;
+        (from_origin.clamp(-Self::REACH, Self::REACH) as u64) << Self::SHIFT
+    }
+
+    /// The instant in the 60 bits of a started frame.
+    #[inline]
+    fn decode(self) -> CompactInstant {
+        let from_origin = (self.0 as i64) >> Self::SHIFT;
+        let ticks = (from_origin as u64).wrapping_add(1 << 63);
+        CompactInstant(NonZeroU64::new(ticks).unwrap_or(NonZeroU64::MIN))
+    }
+
+    /// The frame of a layer whose clock has started.
+    #[inline]
+    pub(crate) fn known(deadline: CompactDeadline) -> Self {
+        match deadline.compact() {
+            Some(deadline) => Self(Self::encode(deadline) | Self::STARTED),
+            None => Self::OUTSIDE,
+        }
+    }
+
+    /// A frame whose deadline falls `offset` nanoseconds (`u64::MAX` for none) after a
+    /// start not yet read.
+    #[inline]
+    pub(crate) const fn lazy(offset: u64) -> Self {
+        if offset > u64::MAX >> Self::SHIFT {
+            Self(Self::NO_DEADLINE)
+        } else {
+            Self(offset << Self::SHIFT)
+        }
+    }
+
+    /// The same frame, marked to begin at its first poll if `at_once`.
+    pub(crate) const fn beginning_at_once(self, at_once: bool) -> Self {
+        if at_once {
+            Self(self.0 | Self::BEGINS_AT_ONCE)
+        } else {
+            Self(self.0 & !Self::BEGINS_AT_ONCE)
+        }
+    }
+
+    /// When the clock started, for a layer whose deadline is `offset` nanoseconds
+    /// (`u64::MAX` for none) after its start: `None` if it has not.
+    #[inline]
+    pub(crate) fn started(&self, offset: u64) -> Option<CompactInstant> {
+        if self.0 & Self::STARTED == 0 {
+            return None;
+        }
+        let instant = self.decode();
+        if self.0 & Self::NO_DEADLINE != 0 {
+            return Some(instant);
+        }
+        let ticks = instant.ticks().saturating_sub(offset).max(1);
+        Some(CompactInstant(NonZeroU64::new(ticks).expect("at least 1")))
+    }
+
+    /// The same frame, marked as a retry's if `retry` and its clock has started.
+    #[inline]
+    pub(crate) fn retrying(self, retry: bool) -> Self {
+        if retry && self.0 & Self::STARTED != 0 {
+            Self(self.0 | Self::RETRY)
+        } else {
+            self
+        }
+    }
+
+    /// Whether this is the frame of a retry.
+    #[inline]
+    pub(crate) fn is_retry(&self) -> bool {
+        self.0 & Self::STARTED != 0 && self.0 & Self::RETRY != 0
+    }
+
+    /// Whether a failure came out of a nested `#[retry]` call.
+    #[inline]
+    pub(crate) fn inner_failed(&self) -> bool {
+        self.0 & Self::INNER_FAILED != 0
+    }
+
+    /// Records that a failure came out of a nested `#[retry]` call.
+    fn mark_inner_failed(&mut self) {
+        self.0 |= Self::INNER_FAILED;
+    }
+
+    /// The same frame, without the mark of a nested call's failure.
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    pub(crate) fn moved_on(self) -> Self {
+        Self(self.0 & !Self::INNER_FAILED)
+    }
+
+    /// Whether the frame has a deadline.
+    #[inline]
+    fn has_deadline(&self) -> bool {
+        self.0 & Self::NO_DEADLINE == 0
+    }
+
+    /// Starts the layer's clock at `now`, if it has not started.
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    pub(crate) fn start(&mut self, now: impl FnOnce() -> Instant) {
+        if self.0 & Self::STARTED == 0 {
+            let now = CompactInstant::new(now());
+            let flags = self.0 & Self::FLAGS & !Self::BEGINS_AT_ONCE;
+            let instant = if self.has_deadline() {
+                now.plus_nanos(self.0 >> Self::SHIFT)
+            } else {
+                now
+            };
+            self.0 = Self::encode(instant) | flags | Self::STARTED;
+        }
+    }
+
+    /// How long from `now` until the deadline of a frame whose clock has started; `None`
+    /// for a frame without one.
+    #[inline]
+    pub(crate) fn remaining(&self, now: Instant) -> Option<Duration> {
+        let until = CompactInstant::new(now).nanos_until(self.decode());
+        self.has_deadline().then(|| Duration::from_nanos(until))
+    }
+
+    /// The deadline, starting the clock (with `now`) if it has one and has not started.
+    #[inline]
+    fn deadline(&mut self, now: impl FnOnce() -> Instant) -> CompactDeadline {
+        if !self.has_deadline() {
+            return CompactDeadline::NONE;
+        }
+        self.start(now);
+        CompactDeadline(self.decode())
+    }
+}
+
+thread_local! {
+    /// The frame of the layer whose attempt is running on this thread right now: an
+    /// async attempt's while it is being polled, a blocking attempt's while it runs.
+    static FRAME: Cell<Frame> = const { Cell::new(Frame::OUTSIDE) };
+    /// The number of the attempt running now and the call's most attempts, set around
+    /// each poll of an attempt of a call with state (every retry has one); read only
+    /// when the frame says it is a retry's, so that a first attempt, which sets nothing,
+    /// is never taken for the retry around it.
+    static ATTEMPT: Cell<(u32, u32)> = const { Cell::new((1, 1)) };
+}
+
+/// The deadline of the enclosing layer, if any.
+#[inline]
+pub(crate) fn enclosing_deadline() -> Option<Instant> {
+    enclosing(TokioClock::now).get()
+}
+
+/// The deadline of the enclosing layer, compact; if that layer has not started its
+/// clock yet, it starts now, read from `now`.
+#[inline]
+pub(crate) fn enclosing(now: impl FnOnce() -> Instant) -> CompactDeadline {
+    let mut frame = FRAME.get();
+    let lazy = frame.0 & Frame::STARTED == 0;
+    let deadline = frame.deadline(now);
+    if lazy {
+        FRAME.set(frame);
+    }
+    deadline
+}
+
+/// The number of the retry running now and its call's most attempts; `None` in a first
+/// attempt, or outside any `#[retry]` call.
+pub(crate) fn current_retry() -> Option<(u32, u32)> {
+    FRAME.get().is_retry().then(|| ATTEMPT.get())
+}
+
+/// The attempt number installed for one poll of an attempt, the previous one put back
+/// when dropped.
+pub(crate) struct AttemptNumber {
+    previous: (u32, u32),
+}
+
+impl AttemptNumber {
+    /// Installs attempt `number` of at most `max`.
+    #[inline]
+    pub(crate) fn new(number: u32, max: u32) -> Self {
+        Self {
+            previous: ATTEMPT.replace((number, max)),
+        }
+    }
+}
+
+impl Drop for AttemptNumber {
+    #[inline]
+    fn drop(&mut self) {
+        ATTEMPT.set(self.previous);
+    }
+}
+
+/// The frame of the layer whose attempt runs now.
+pub(crate) fn current_frame() -> Frame {
+    FRAME.get()
+}
+
+/// Tells the enclosing layer, if any, that a failure went through a retrying layer.
+pub(crate) fn mark_inner_failure() {
+    // Outside any layer, the mark is on `Frame::OUTSIDE`'s copy, which nobody reads.
+    let mut frame = FRAME.get();
+    frame.mark_inner_failed();
+    FRAME.set(frame);
+}
+
+/// Sets whether a nested call has given up in the attempt running now, and returns
+/// whether one had: for hedged copies, which share their call's layer and each keep
+/// their own mark, swapped in around each poll.
+pub(crate) fn swap_inner_failure(marked: bool) -> bool {
+    let frame = FRAME.get();
+    let was = frame.inner_failed();
+    let mut now = frame.moved_on();
+    if marked {
+        now.mark_inner_failed();
+    }
+    FRAME.set(now);
+    was
+}
+
+/// Tells the enclosing `#[retry]` layer that the code running now has handled the
+/// failures of the nested `#[retry]` calls it made, so that a failure of its own after
+/// them is retried as usual.
+///
+/// A failure that comes out of a nested `#[retry]` call has been retried by that call,
+/// so the layers above return it after one attempt instead of multiplying the attempts.
+/// persevere cannot see which error an attempt returns, so once a nested call gave up in
+/// an attempt, that attempt's failure is taken to be passing it on: this errs toward
+/// fewer attempts, never more. An attempt that handles the nested failure (a cache miss,
+/// then a fallback) and then fails on its own says so with this call.
+///
+/// ```
+/// use std::{io, time::Duration};
+/// use persevere::{Policy, RetryBudget, nested_failure_handled, retry_blocking};
+///
+/// // Four retries in a row: more than a quiet process's default budget holds.
+/// static NO_LIMIT: RetryBudget = RetryBudget::unlimited();
+/// static CACHE: Policy = Policy::new()
+///     .with_attempts(2)
+///     .with_base(Duration::from_millis(1))
+///     .with_budget(&NO_LIMIT);
+/// static LOOKUP: Policy = Policy::new()
+///     .with_attempts(3)
+///     .with_base(Duration::from_millis(1))
+///     .with_budget(&NO_LIMIT);
+///
+/// fn from_cache() -> io::Result<String> {
+///     retry_blocking(&CACHE, || Err(io::ErrorKind::ConnectionReset.into()))
+/// }
+///
+/// let mut attempts = 0;
+/// let found: io::Result<String> = retry_blocking(&LOOKUP, || {
+///     attempts += 1;
+///     if let Ok(hit) = from_cache() {
+///         return Ok(hit);
+///     }
+///     // The cache's failure is handled here: what fails next is this layer's own.
+///     nested_failure_handled();
+///     Err(io::ErrorKind::ConnectionReset.into())
+/// });
+/// assert!(found.is_err());
+/// assert_eq!(attempts, 3); // without the call above: 1
+/// ```
+pub fn nested_failure_handled() {
+    let frame = FRAME.get();
+    FRAME.set(frame.moved_on());
+}
+
+/// A layer's frame, installed as this thread's until [`Entered::leave`] (or a panic)
+/// puts the previous one back. Not generic, so that each future that installs a frame
+/// does not bring a copy of its own into the build.
+pub(crate) struct Entered {
+    previous: Frame,
+}
+
+impl Entered {
+    /// Installs `frame`.
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    pub(crate) fn new(frame: Frame) -> Self {
+        Self {
+            previous: FRAME.replace(frame),
+        }
+    }
+
+    /// Whether the call whose frame, `frame`, was just installed must begin now: its
+    /// clock has not started, and the enclosing layer has a deadline or the call must
+    /// begin at its first poll. One test: the enclosing frame's deadline is moved onto
+    /// the bit that says "begins at once" (measured with `callgrind.sh`).
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    pub(crate) fn must_begin(&self, frame: Frame) -> bool {
+        const _: () = assert!(Frame::NO_DEADLINE << 1 == Frame::BEGINS_AT_ONCE);
+        let wanted = frame.0 | ((!self.previous.0 & Frame::NO_DEADLINE) << 1);
+        wanted & (Frame::BEGINS_AT_ONCE | Frame::STARTED) == Frame::BEGINS_AT_ONCE
+    }
+
+    /// Puts the previous frame back: the frame as the code inside left it.
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    pub(crate) fn leave(self) -> Frame {
+        let frame = FRAME.replace(self.previous);
+        std::mem::forget(self);
+        frame
+    }
+}
+
+impl Drop for Entered {
+    /// Unwinding from a panic inside, puts the previous frame back all the same.
+    fn drop(&mut self) {
+        FRAME.set(self.previous);
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// A future run inside a deadline scope: its output, and the scope's frame as the
+    /// future left it (whether a failure came out of an inner layer). Each poll swaps the
+    /// frame into the thread-local and back out, as a task-local would, with no more
+    /// state than the frame itself. (An attempt of a `#[retry]` call is polled by
+    /// `macro_support::AttemptFuture`, which also starts the call's clock.)
+    pub(crate) struct InLayer<F> {
+        #[pin]
+        future: F,
+        frame: Frame,
+    }
+}
+
+impl<F: Future> Future for InLayer<F> {
+    type Output = (F::Output, Frame);
+
+    #[inline]
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.project();
+        let entered = Entered::new(*this.frame);
+        let poll = this.future.poll(cx);
+        *this.frame = entered.leave();
+        poll.map(|output| (output, *this.frame))
+    }
+}
+
+/// Runs `future` inside a scope with `frame`.
+fn in_layer<F: Future>(frame: Frame, future: F) -> InLayer<F> {
+    InLayer { future, frame }
+}
+
+/// A frame for a deadline scope, which is not a retry layer and has no clock of its own.
+fn scope_frame(deadline: Option<Instant>) -> Frame {
+    let deadline = CompactDeadline::new(earliest(deadline, enclosing_deadline()));
+    // Code in the scope runs in the enclosing attempt: a retry's, if that is one.
+    Frame::known(deadline).retrying(FRAME.get().is_retry())
+}
+
+/// Runs `fut` with `deadline`, cut at any enclosing deadline, as the deadline of
+/// everything inside it. It is not a retry layer: a failure from an inner `#[retry]`
+/// call is passed on to the enclosing layer.
+pub(crate) async fn with_deadline<F: Future>(deadline: Option<Instant>, fut: F) -> F::Output {
+    let (output, frame) = in_layer(scope_frame(deadline), fut).await;
+    if frame.inner_failed() {
+        mark_inner_failure();
+    }
+    output
+}
+
+/// `fut` with `deadline`, cut at any enclosing deadline, as the deadline of everything
+/// inside it: a nameable future, for a tower service to return.
+#[cfg(feature = "tower")]
+pub(crate) fn scoped<F: Future>(deadline: Option<Instant>, fut: F) -> InLayer<F> {
+    in_layer(scope_frame(deadline), fut)
+}
+
+/// The earlier of two optional deadlines, `None` meaning none.
+pub(crate) fn earliest(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, None) => a,
+        (None, b) => b,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // The retry bit is the bit that only a frame not started uses for "begins at once":
+    // it is set only on a started frame, stays set, and never reads as "begins at once".
+    #[test]
+    fn a_retry_s_frame_carries_its_bit() {
+        let started = Frame::known(CompactDeadline::NONE);
+        assert!(!started.is_retry());
+        let retry = started.retrying(true);
+        assert!(retry.is_retry());
+        assert!(retry.retrying(true).is_retry(), "set twice, still set");
+        assert!(!started.retrying(false).is_retry());
+        assert!(!retry.moved_on().inner_failed() && retry.moved_on().is_retry());
+        // A frame not started is left as it is: its bit means "begins at once".
+        let lazy = Frame::lazy(1_000).beginning_at_once(false);
+        assert_eq!(lazy.retrying(true).0, lazy.0);
+        assert!(!lazy.retrying(true).is_retry());
+        let at_once = Frame::lazy(1_000).beginning_at_once(true);
+        assert!(!at_once.is_retry());
+        // A started retry's frame never asks to begin.
+        let entered = Entered::new(Frame::OUTSIDE);
+        assert!(!entered.must_begin(retry));
+        entered.leave();
+    }
+}
