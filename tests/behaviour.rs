@@ -20,8 +20,8 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use persevere::{
-    AttemptTimedOut, CircuitOpen, Class, Classify, GiveUp, Jitter, Policy, RetryBudget, RetryState,
-    Step, idempotent, retry, seed_thread_rng,
+    AttemptTimedOut, CircuitOpen, Class, Classify, Decision, GiveUp, Jitter, Policy, RetryBudget,
+    RetryState, idempotent, retry, seed_thread_rng,
 };
 use rand::{SeedableRng, rngs::SmallRng};
 use tokio::time::Instant;
@@ -861,11 +861,11 @@ fn by_hand(script: Script<'_>) -> (Result<u32, TestError>, u32, Vec<Duration>, O
             Err(error) => error,
         };
         match state.on_failure(error.classify(), now, &mut rng) {
-            Step::Retry(wait) => {
+            Decision::Retry(wait) => {
                 waits.push(wait);
                 now += wait;
             }
-            Step::GiveUp(why) => return (Err(error), calls, waits, Some(why)),
+            Decision::GiveUp(why) => return (Err(error), calls, waits, Some(why)),
         }
     }
 }

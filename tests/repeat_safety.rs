@@ -1,7 +1,8 @@
 //! Which failed attempts are made again: for each way an attempt can end, and each way a
-//! function is marked safe to repeat, the README's table ("What is retried, by marking"),
-//! one test per cell, async and blocking; and a property test that no attempt follows
-//! one that may have taken effect in a function marked only `on = unsent`.
+//! function is marked safe to repeat, the table of `src/guide/what-is-retried.md` ("What
+//! is retried, by marking"), one test per cell, async and blocking; and a property test
+//! that no attempt follows one that may have taken effect in a function marked only
+//! `on = unsent`.
 //!
 //! Async tests run under tokio's paused clock. Blocking calls sleep their thread in real
 //! time: their waits here are a few milliseconds, and the one test of their deadline
@@ -691,7 +692,7 @@ static ONLY_UNSENT: Policy = Policy::new()
 // Can fail: a copy sent at 10 ms beside the hanging attempt.
 #[tokio::test(start_paused = true)]
 async fn a_policy_that_repeats_only_unsent_sends_no_hedge() {
-    use persevere::__private::{Handling, Unused, ViaDebug, hedging};
+    use persevere::__private::{Handling, Unused, ViaDebug, hedged};
     let script = Script::new(&[Hang, Succeed]);
     let key = IdempotencyKey::new();
     let handling = Handling::new(
@@ -701,7 +702,7 @@ async fn a_policy_that_repeats_only_unsent_sends_no_hedge() {
         |cut| Err(Failure::Cut(cut)),
         Unused,
     );
-    let outcome = hedging(&ONLY_UNSENT, &HEDGE, || play(&script, &key), handling).await;
+    let outcome = hedged(&ONLY_UNSENT, &HEDGE, || play(&script, &key), handling).await;
     assert!(matches!(outcome, Err(Failure::Cut(_))), "{outcome:?}");
     assert_eq!(script.calls(), 1);
 }

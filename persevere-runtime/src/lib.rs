@@ -48,4 +48,4 @@ pub use rng::seed_thread_rng;
 pub use schedule::backoff::{Backoff, Delays};
 pub use schedule::hook::BeforeWait;
 pub use schedule::policy::{Jitter, Layers, Policy, Repeat};
-pub use schedule::state::{RetryState, Step};
+pub use schedule::state::{Decision, RetryState};

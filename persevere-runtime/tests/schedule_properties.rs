@@ -15,7 +15,7 @@
 use std::time::{Duration, Instant};
 
 use persevere_runtime::backoff::ceiling;
-use persevere_runtime::{Backoff, Class, GiveUp, Jitter, Policy, RetryState, Step};
+use persevere_runtime::{Backoff, Class, Decision, GiveUp, Jitter, Policy, RetryState};
 use proptest::prelude::*;
 use rand::{SeedableRng, rngs::SmallRng};
 
@@ -306,7 +306,7 @@ proptest! {
             let mut probe = state;
             prop_assert_eq!(
                 probe.on_failure(Class::Permanent, now, &mut rng.clone()),
-                Step::GiveUp(GiveUp::Permanent)
+                Decision::GiveUp(GiveUp::Permanent)
             );
             prop_assert_eq!(probe.attempts(), attempts);
 
@@ -315,29 +315,29 @@ proptest! {
             let mut next_schedule = schedule;
             let scheduled = next_schedule.next_delay(&policy, &mut rng.clone());
 
-            let step = state.on_failure(class, now, &mut rng);
-            let context = format!("attempt {attempts} failed ({class:?}) at {:?}: {step:?}", now - start);
+            let decision = state.on_failure(class, now, &mut rng);
+            let context = format!("attempt {attempts} failed ({class:?}) at {:?}: {decision:?}", now - start);
 
-            if let Step::Retry(wait) = step {
+            if let Decision::Retry(wait) = decision {
                 prop_assert!(attempts < policy.attempts(), "{}: no attempts left", context);
                 prop_assert!(now + wait < deadline, "{}: the wait reaches the deadline", context);
             }
 
             match class {
                 Class::Permanent => {
-                    prop_assert_eq!(step, Step::GiveUp(GiveUp::Permanent), "{}", context);
+                    prop_assert_eq!(decision, Decision::GiveUp(GiveUp::Permanent), "{}", context);
                     break;
                 }
                 _ if attempts >= policy.attempts() => {
-                    prop_assert_eq!(step, Step::GiveUp(GiveUp::AttemptsExhausted), "{}", context);
+                    prop_assert_eq!(decision, Decision::GiveUp(GiveUp::AttemptsExhausted), "{}", context);
                     break;
                 }
                 Class::Transient | Class::Unsent => {
                     schedule = next_schedule;
                     if scheduled < remaining {
-                        prop_assert_eq!(step, Step::Retry(scheduled), "{}", context);
+                        prop_assert_eq!(decision, Decision::Retry(scheduled), "{}", context);
                     } else {
-                        prop_assert_eq!(step, Step::GiveUp(GiveUp::DeadlineExceeded), "{}", context);
+                        prop_assert_eq!(decision, Decision::GiveUp(GiveUp::DeadlineExceeded), "{}", context);
                         break;
                     }
                 }
@@ -346,20 +346,20 @@ proptest! {
                 Class::Uncertain => unreachable!("uncertain failures are not generated"),
                 Class::RetryAfter(requested) => {
                     if requested > policy.max_retry_after() {
-                        prop_assert_eq!(step, Step::GiveUp(GiveUp::RetryAfterTooLong), "{}", context);
+                        prop_assert_eq!(decision, Decision::GiveUp(GiveUp::RetryAfterTooLong), "{}", context);
                         break;
                     }
                     let (low, high) = retry_after_bounds(requested, &policy);
-                    match step {
-                        Step::Retry(wait) => prop_assert!(
+                    match decision {
+                        Decision::Retry(wait) => prop_assert!(
                             low <= wait && wait <= high && wait < remaining,
                             "{}: outside [{:?}, {:?}] or past {:?} left", context, low, high, remaining
                         ),
-                        Step::GiveUp(GiveUp::DeadlineExceeded) => {
+                        Decision::GiveUp(GiveUp::DeadlineExceeded) => {
                             prop_assert!(requested >= remaining, "{}: the wait fitted", context);
                             break;
                         }
-                        Step::GiveUp(_) => prop_assert!(false, "{}: wrong reason", context),
+                        Decision::GiveUp(_) => prop_assert!(false, "{}: wrong reason", context),
                     }
                 }
             }
@@ -383,18 +383,18 @@ proptest! {
         let mut state = RetryState::new(&policy, start);
         let mut rng = SmallRng::seed_from_u64(seed);
         let calls = policy.attempts() + 5;
-        let steps: Vec<Step> = (0..calls).map(|_| state.on_failure(class, now, &mut rng)).collect();
-        let retries = steps.iter().filter(|s| matches!(s, Step::Retry(_))).count();
+        let steps: Vec<Decision> = (0..calls).map(|_| state.on_failure(class, now, &mut rng)).collect();
+        let retries = steps.iter().filter(|s| matches!(s, Decision::Retry(_))).count();
         let granted = usize::try_from(policy.attempts() - 1).unwrap();
         prop_assert!(retries <= granted, "{} retries: {:?}", retries, steps);
         prop_assert_eq!(state.attempts() as usize, retries + 1);
         if policy.cap() < state.remaining(now) {
             prop_assert!(
-                steps[..granted].iter().all(|s| matches!(s, Step::Retry(_))),
+                steps[..granted].iter().all(|s| matches!(s, Decision::Retry(_))),
                 "every wait fitted: {:?}", steps
             );
             prop_assert!(
-                steps[granted..].iter().all(|s| *s == Step::GiveUp(GiveUp::AttemptsExhausted)),
+                steps[granted..].iter().all(|s| *s == Decision::GiveUp(GiveUp::AttemptsExhausted)),
                 "{:?}", steps
             );
         }
@@ -423,7 +423,7 @@ proptest! {
         for at in [now, now + late] {
             prop_assert_eq!(
                 state.on_failure(Class::Permanent, at, &mut rng),
-                Step::GiveUp(GiveUp::Permanent)
+                Decision::GiveUp(GiveUp::Permanent)
             );
             prop_assert_eq!(state.attempts(), attempts);
         }
@@ -445,21 +445,21 @@ proptest! {
         let (low, high) = retry_after_bounds(requested, &policy);
         let mut state = RetryState::new(&policy, start);
         let remaining = state.remaining(now);
-        let step = state.on_failure(Class::RetryAfter(requested), now, &mut rng);
+        let decision = state.on_failure(Class::RetryAfter(requested), now, &mut rng);
         if policy.attempts() == 1 {
-            prop_assert_eq!(step, Step::GiveUp(GiveUp::AttemptsExhausted));
+            prop_assert_eq!(decision, Decision::GiveUp(GiveUp::AttemptsExhausted));
         } else if requested > policy.max_retry_after() {
-            prop_assert_eq!(step, Step::GiveUp(GiveUp::RetryAfterTooLong));
+            prop_assert_eq!(decision, Decision::GiveUp(GiveUp::RetryAfterTooLong));
         } else if requested < remaining {
-            match step {
-                Step::Retry(wait) => prop_assert!(
+            match decision {
+                Decision::Retry(wait) => prop_assert!(
                     low <= wait && wait <= high && wait < remaining,
                     "{:?} for {:?}: outside [{:?}, {:?}] or past {:?} left", wait, requested, low, high, remaining
                 ),
                 other => prop_assert!(false, "{:?} for {:?} with {:?} left", other, requested, remaining),
             }
         } else {
-            prop_assert_eq!(step, Step::GiveUp(GiveUp::DeadlineExceeded));
+            prop_assert_eq!(decision, Decision::GiveUp(GiveUp::DeadlineExceeded));
         }
     }
 }

@@ -53,7 +53,7 @@ pub async fn reqwest(client: &reqwest::Client) -> Result<String, persevere::reqw
 
 /// `tower`: the layer that installs incoming deadlines.
 #[cfg(feature = "tower")]
-pub fn tower<S>(service: S) -> persevere::tower::Deadline<S> {
+pub fn tower<S>(service: S) -> persevere::tower::DeadlineService<S> {
     use tower_layer::Layer;
     persevere::tower::DeadlineLayer::new().layer(service)
 }

@@ -47,10 +47,13 @@ const RUNTIME: &[&str] = &[
     "driver::call",
     "driver::handling",
     "driver::run",
+    "driver::retrying",
     "driver::step",
     "driver::retry_fn",
     // Hedged attempts.
     "hedge::latency",
+    "hedge::spec",
+    "hedge::accounting",
     "hedge::copies",
     "hedge::hedged",
     // The integrations, then what names all their errors.

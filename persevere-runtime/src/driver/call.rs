@@ -22,7 +22,7 @@ use crate::fleet::stats::RetryStats;
 use crate::layer::frame::{self, AttemptNumber, Entered, Frame};
 use crate::rng::with_thread_rng;
 use crate::schedule::policy::{Layers, Policy, Repeat};
-use crate::schedule::state::{RetryState, Step};
+use crate::schedule::state::{Decision, RetryState};
 use crate::time::clock::{Clock, CompactInstant, TokioClock};
 
 /// A failed attempt, as the call is told of it.
@@ -35,7 +35,7 @@ pub(crate) struct Failure<'a> {
 
 /// What follows an attempt.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Decision {
+pub(crate) enum Next {
     /// Return the attempt's outcome to the caller.
     Return,
     /// Wait this long, then make the next attempt.
@@ -47,8 +47,8 @@ pub(crate) enum Decision {
 #[derive(Debug)]
 pub(crate) struct Call<'p, C: Clock> {
     state: RetryState<'p>,
-    // Closed by `Drop`, behind a test, so that a call without a span has no drop glue to
-    // run for it.
+    // Closed by `Drop`, behind a test, so that dropping a call without a span does
+    // nothing more.
     span: ManuallyDrop<CallSpan>,
     /// Set while a retry the budget granted waits to be made: a call dropped then (its
     /// caller gave up on it) gives the token back.
@@ -187,16 +187,12 @@ impl<'p, C: Clock> Call<'p, C> {
     /// Giving up tells the enclosing layer, if any, that this failure has been through
     /// a retrying layer, so that it does not retry it again.
     #[cfg_attr(not(debug_assertions), inline(always))]
-    pub(crate) fn after_attempt(
-        &mut self,
-        frame: &Frame,
-        failure: Option<Failure<'_>>,
-    ) -> Decision {
+    pub(crate) fn after_attempt(&mut self, frame: &Frame, failure: Option<Failure<'_>>) -> Next {
         self.state.adopt(frame);
         match failure {
             None => {
                 self.succeeded();
-                Decision::Return
+                Next::Return
             }
             Some(failure) => self.failed(failure, frame.inner_failed()),
         }
@@ -220,7 +216,7 @@ impl<'p, C: Clock> Call<'p, C> {
     }
 
     #[inline(never)]
-    fn failed(&mut self, failure: Failure<'_>, retried_inside: bool) -> Decision {
+    fn failed(&mut self, failure: Failure<'_>, retried_inside: bool) -> Next {
         let Failure { class, error } = failure;
         self.settle(!class.is_retryable());
         let attempt = self.attempts();
@@ -237,37 +233,37 @@ impl<'p, C: Clock> Call<'p, C> {
             }
             policy.budget().deposit_compact(compact);
         }
-        let step = if retried_inside && policy.layers() == Layers::Innermost {
-            Step::GiveUp(GiveUp::RetriedInside)
+        let decision = if retried_inside && policy.layers() == Layers::Innermost {
+            Decision::GiveUp(GiveUp::RetriedInside)
         } else if retried_inside && policy.repeat() == Repeat::OnlyUnsent {
             // The nested call made attempts of its own, any of which may have taken
             // effect, whatever the class of the one it returned.
-            Step::GiveUp(GiveUp::MayHaveTakenEffect)
+            Decision::GiveUp(GiveUp::MayHaveTakenEffect)
         } else if class.is_retryable() && breaker_is_open(policy, now) {
             // This failure (or others') opened the breaker: no retry, so no wait and no
             // budget token; the call returns this failure.
-            Step::GiveUp(GiveUp::BreakerOpened)
+            Decision::GiveUp(GiveUp::BreakerOpened)
         } else {
             match with_thread_rng(|rng| self.state.on_failure(class, now, rng)) {
-                Step::Retry(_) if !policy.budget().withdraw(now) => {
-                    Step::GiveUp(GiveUp::BudgetExhausted)
+                Decision::Retry(_) if !policy.budget().withdraw(now) => {
+                    Decision::GiveUp(GiveUp::BudgetExhausted)
                 }
-                step => step,
+                decision => decision,
             }
         };
-        match step {
-            Step::Retry(wait) => {
+        match decision {
+            Decision::Retry(wait) => {
                 telemetry::open_span(&mut self.span, policy);
-                telemetry::retrying(policy, &self.span, attempt, error, class, wait);
+                telemetry::retry_scheduled(policy, &self.span, attempt, error, class, wait);
                 if let Some(stats) = policy.stats() {
                     stats.record_wait(wait);
                 }
                 self.retry_granted = true;
-                Decision::Wait(wait)
+                Next::Wait(wait)
             }
-            Step::GiveUp(reason) => {
+            Decision::GiveUp(reason) => {
                 self.finish_failed(reason, attempt, Some(error));
-                Decision::Return
+                Next::Return
             }
         }
     }
@@ -537,7 +533,7 @@ mod tests {
             error: &"connection reset",
         };
         let decision = call.after_attempt(&POLICY.lazy_frame(), Some(failure));
-        assert_eq!(decision, Decision::Wait(secs(1)));
+        assert_eq!(decision, Next::Wait(secs(1)));
         assert_eq!(call.state.started(), Some(begun + secs(5)));
         assert_eq!(call.state.deadline(), Some(begun + secs(17)));
     }

@@ -157,9 +157,9 @@ impl<E> OnWait<E> for Unused {
     fn before_wait(&self, _: &BeforeWait<'_, E>) {}
 }
 
-/// How a function treats its failures, as the driver asks it: not generic over the
+/// A function's [`Handling`], as the driver asks it: not generic over the
 /// function, so that the driver's loop is compiled once per return type.
-pub(crate) trait Handle<R: Outcome> {
+pub(crate) trait ErasedHandling<R: Outcome> {
     /// What a failure means.
     fn classify(&self, error: &R::Err) -> Class;
     /// The failure as the events show it.
@@ -216,7 +216,7 @@ impl<E, S, O, T, W> Handling<E, S, O, T, W> {
     }
 }
 
-impl<R: Outcome, S, O, T, W> Handle<R> for Handling<R::Err, S, O, T, W>
+impl<R: Outcome, S, O, T, W> ErasedHandling<R> for Handling<R::Err, S, O, T, W>
 where
     S: ShowError<R::Err>,
     O: OnOpen<R>,

@@ -1,6 +1,6 @@
-//! The driver: the one loop (`drive`) that runs every async retried call, and the future
-//! that makes each attempt with a closure ([`Retrying`]: an `async fn` under `#[retry]`,
-//! and `retry_fn`).
+//! The driver: the one loop (`drive`) that runs every async retried call, and what a call
+//! holds while it runs ([`Run`]). The future that makes each attempt with a closure (an
+//! `async fn` under `#[retry]`, and `retry_fn`) is in `retrying.rs`.
 //!
 //! Every retried call goes through here: the attempts are made, polled in the call's
 //! layer, cut at their time limit, and after each the call's state (`Call`) decides what
@@ -13,8 +13,8 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use crate::classify::timed_out::AttemptTimedOut;
-use crate::driver::call::{Call, Decision, Failure, first_try_success};
-use crate::driver::handling::{Handle, Handling, OnOpen, OnTimeout, OnWait, Outcome, ShowError};
+use crate::driver::call::{Call, Failure, Next, first_try_success};
+use crate::driver::handling::{ErasedHandling, Outcome};
 use crate::fleet::breaker::CircuitOpen;
 use crate::layer::frame::{Entered, Frame};
 use crate::schedule::hook::BeforeWait;
@@ -45,9 +45,8 @@ pin_project_lite::pin_project! {
     /// enclosing deadline, or with a breaker to ask or an attempt timeout to set), or
     /// armed its timer: its state (`Call`) from then on, and its timer (with the failure
     /// kept through a wait). One optional part rather than two, so that a call that never
-    /// needed either is dropped with one test: the drop of a call that succeeds at once
-    /// went from 13 of its 94 instructions to 9 of 89, measured with
-    /// `benches/callgrind.sh`.
+    /// needed either is dropped with one test (BENCHMARKS.md, "A call that succeeds
+    /// at once").
     struct Held<'p, C: Clock, T> {
         call: Option<Call<'p, C>>,
         #[pin]
@@ -135,6 +134,25 @@ impl<'p, R> Run<'p, TokioClock, Timer<R>> {
         }
     }
 
+    /// The attempt is waiting on something: the clock starts (that time counts), and
+    /// `frame` is kept for the next poll. The attempt is cut at the deadline (or its own
+    /// time limit): the timer is set when it first waits, its clock then started.
+    /// Returns the limit, once it has passed.
+    fn waits(mut self: Pin<&mut Self>, mut frame: Frame, cx: &mut Context<'_>) -> Option<Duration> {
+        frame.start(TokioClock::now);
+        *self.as_mut().project().frame = frame;
+        if self.needs_arming() {
+            // With a call's state, the frame's deadline is the attempt's limit (see
+            // `Call::frame`).
+            let limit = match self.call() {
+                Some(_) => self.frame.remaining(TokioClock::now()),
+                None => self.policy.deadline_within(),
+            };
+            self.as_mut().timer().arm(limit);
+        }
+        self.poll_limit(cx)
+    }
+
     /// The attempt's time limit, once it has passed (`None` if it has none).
     fn poll_limit(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Option<Duration> {
         let held = self.project().held.as_pin_mut()?;
@@ -193,8 +211,8 @@ impl<'p, C: Clock, T: Default> Run<'p, C, T> {
         self: Pin<&mut Self>,
         frame: &Frame,
         failure: Option<(&R::Err, bool)>,
-        handling: &dyn Handle<R>,
-    ) -> Decision {
+        handling: &dyn ErasedHandling<R>,
+    ) -> Next {
         let policy = self.policy;
         match failure {
             Some((error, timed_out)) => self.after_failure(frame, error, timed_out, handling),
@@ -204,7 +222,7 @@ impl<'p, C: Clock, T: Default> Run<'p, C, T> {
                 // counts itself, before it gets here).
                 None => {
                     first_try_success::<C>(policy);
-                    Decision::Return
+                    Next::Return
                 }
             },
         }
@@ -218,8 +236,8 @@ impl<'p, C: Clock, T: Default> Run<'p, C, T> {
         frame: &Frame,
         error: &R::Err,
         timed_out: bool,
-        handling: &dyn Handle<R>,
-    ) -> Decision {
+        handling: &dyn ErasedHandling<R>,
+    ) -> Next {
         let this = self.project();
         let policy = *this.policy;
         let call = Held::get(this.held)
@@ -238,7 +256,7 @@ impl<'p, C: Clock, T: Default> Run<'p, C, T> {
                 error: &handling.show(error),
             }),
         );
-        if let Decision::Wait(wait) = decision {
+        if let Next::Wait(wait) = decision {
             handling.before_wait(&BeforeWait {
                 function: policy.name(),
                 attempt: call.attempts() - 1,
@@ -285,7 +303,7 @@ pub(crate) struct Parts<'a, 'p, R> {
     /// failed, the next one, not started, or none).
     pub(crate) attempt: Option<Pin<&'a mut dyn Future<Output = R>>>,
     pub(crate) run: Pin<&'a mut AsyncRun<'p, R>>,
-    pub(crate) handling: &'a dyn Handle<R>,
+    pub(crate) handling: &'a dyn ErasedHandling<R>,
     /// Whether the next attempt is the caller's to make ([`step`]): `drive` then
     /// returns `None` when it is due.
     pub(crate) caller_makes_next: bool,
@@ -312,11 +330,13 @@ pub(crate) trait Attempts<'p, R: Outcome> {
 /// with the layer's frame installed around each poll of an attempt. `None` when the
 /// next attempt is the caller's to make.
 ///
-/// The one place that chooses its inlining by build: an optimised build inlines the loop
-/// into each future's `poll`, where the calls through `attempts` become direct (without
-/// it a call that succeeds at once costs 171 instructions instead of 82, measured with
-/// `benches/callgrind.sh`); an unoptimised build keeps one copy per return type, which
-/// is what keeps a retried function cheap to compile.
+/// An optimised build inlines the loop into each future's `poll`, where the calls through
+/// `attempts` become direct; an unoptimised build keeps one copy per return type, which
+/// keeps a retried function cheap to compile (see `driver.rs` on inlining).
+///
+/// One function of about a hundred lines: the loop is one idea, a call's states (an
+/// attempt in flight, first or later; a wait) and what follows each, and its happy path
+/// must stay in one piece for the optimiser.
 #[cfg_attr(not(debug_assertions), inline(always))]
 #[cfg_attr(debug_assertions, inline)]
 pub(crate) fn drive<'p, R: Outcome>(
@@ -369,23 +389,7 @@ pub(crate) fn drive<'p, R: Outcome>(
                 let (outcome, timed_out) = match poll {
                     Poll::Ready(outcome) => (outcome, false),
                     Poll::Pending => {
-                        // The attempt is waiting on something: the clock starts (that
-                        // time counts), and the frame is kept for the next poll.
-                        let mut frame = frame;
-                        frame.start(TokioClock::now);
-                        *run.as_mut().project().frame = frame;
-                        // The attempt is cut at the deadline (or its own time limit):
-                        // the timer is set when it first waits, its clock then started.
-                        if run.needs_arming() {
-                            // With a call's state, the frame's deadline is the
-                            // attempt's limit (see `Call::frame`).
-                            let limit = match run.call() {
-                                Some(_) => run.frame.remaining(TokioClock::now()),
-                                None => run.policy.deadline_within(),
-                            };
-                            run.as_mut().timer().arm(limit);
-                        }
-                        let Some(limit) = run.as_mut().poll_limit(cx) else {
+                        let Some(limit) = run.as_mut().waits(frame, cx) else {
                             return Poll::Pending;
                         };
                         (handling.timed_out(run.cut(limit)), true)
@@ -393,10 +397,10 @@ pub(crate) fn drive<'p, R: Outcome>(
                 };
                 let failure = outcome.failure().map(|error| (error, timed_out));
                 match run.as_mut().after_attempt(&frame, failure, handling) {
-                    Decision::Return => return Poll::Ready(Some(outcome)),
+                    Next::Return => return Poll::Ready(Some(outcome)),
                     // No timer for a zero wait, which tokio would round up to its next
                     // millisecond.
-                    Decision::Wait(wait) if wait.is_zero() => {
+                    Next::Wait(wait) if wait.is_zero() => {
                         if !run.as_mut().resume() {
                             return Poll::Ready(Some(outcome));
                         }
@@ -406,7 +410,7 @@ pub(crate) fn drive<'p, R: Outcome>(
                         }
                         attempts.as_mut().then();
                     }
-                    Decision::Wait(wait) => {
+                    Next::Wait(wait) => {
                         // An attempt that finished holds nothing and is replaced after
                         // the wait, when the next attempt is due; one cut by its time
                         // limit may hold a connection or a lock, and goes at once.
@@ -433,101 +437,5 @@ pub(crate) fn drive<'p, R: Outcome>(
                 }
             }
         }
-    }
-}
-
-pin_project_lite::pin_project! {
-    /// An async retried call as one future: `make` makes each attempt (the function's
-    /// body, with fresh copies of its arguments), and [`drive`] runs them.
-    ///
-    /// The function under `#[retry]` returns this future rather than being an
-    /// `async fn` that awaits its body: a function is then one state machine (its
-    /// body's), not two.
-    pub struct Retrying<'p, M, G: Future, H> {
-        // The attempt in flight; during a wait, the one that failed (finished, holding
-        // nothing), or the next one if that one was cut by its time limit.
-        #[pin]
-        attempt: G,
-        make: M,
-        #[pin]
-        run: AsyncRun<'p, G::Output>,
-        handling: H,
-    }
-}
-
-// Inlined into `drive` in an optimised build: see there.
-impl<'p, M, G, H> Attempts<'p, G::Output> for Retrying<'p, M, G, H>
-where
-    M: FnMut() -> G,
-    G: Future<Output: Outcome>,
-    H: Handle<G::Output>,
-{
-    #[cfg_attr(not(debug_assertions), inline(always))]
-    fn parts(self: Pin<&mut Self>) -> Parts<'_, 'p, G::Output> {
-        let this = self.project();
-        Parts {
-            attempt: Some(this.attempt),
-            run: this.run,
-            handling: this.handling,
-            caller_makes_next: false,
-        }
-    }
-
-    #[cfg_attr(not(debug_assertions), inline(always))]
-    fn then(self: Pin<&mut Self>) {
-        let mut this = self.project();
-        // The next attempt is made in place: moves are copies in an unoptimised build,
-        // and this method is compiled once per function.
-        this.attempt.set((this.make)());
-    }
-}
-
-impl<M, G, H> Future for Retrying<'_, M, G, H>
-where
-    M: FnMut() -> G,
-    G: Future<Output: Outcome>,
-    H: Handle<G::Output>,
-{
-    type Output = G::Output;
-
-    #[cfg_attr(not(debug_assertions), inline(always))]
-    #[cfg_attr(debug_assertions, inline)]
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<G::Output> {
-        // A match rather than `Poll::map`, whose closure would be one more item compiled
-        // per function.
-        match drive(self, cx) {
-            Poll::Ready(Some(outcome)) => Poll::Ready(outcome),
-            Poll::Ready(None) => unreachable!("`Retrying` makes its own attempts"),
-            Poll::Pending => Poll::Pending,
-        }
-    }
-}
-
-/// Runs an async function under `policy`: `make` makes each attempt's future, and
-/// `handling` says how the function treats its failures.
-///
-/// The future is returned as `impl Future`: the generated function's return type is then
-/// checked against this signature alone, and a bound the function does not meet (an
-/// error type without `Classify`) is reported once, at the call.
-#[cfg_attr(not(debug_assertions), inline(always))]
-pub fn retrying<R, M, G, S, O, T, W>(
-    policy: &Policy,
-    mut make: M,
-    handling: Handling<R::Err, S, O, T, W>,
-) -> impl Future<Output = R>
-where
-    R: Outcome,
-    M: FnMut() -> G,
-    G: Future<Output = R>,
-    S: ShowError<R::Err>,
-    O: OnOpen<R>,
-    T: OnTimeout<R>,
-    W: OnWait<R::Err>,
-{
-    Retrying {
-        attempt: make(),
-        make,
-        run: Run::lazy(policy),
-        handling,
     }
 }

@@ -8,8 +8,10 @@ use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use crate::driver::call::Decision;
-use crate::driver::handling::{Handle, Handling, OnOpen, OnTimeout, OnWait, Outcome, ShowError};
+use crate::driver::call::Next;
+use crate::driver::handling::{
+    ErasedHandling, Handling, OnOpen, OnTimeout, OnWait, Outcome, ShowError,
+};
 use crate::driver::run::{AsyncRun, Attempts, Parts, Run, drive};
 use crate::time::clock::SystemClock;
 
@@ -27,7 +29,7 @@ pin_project_lite::pin_project! {
 impl<'p, G, H> Attempts<'p, G::Output> for Step<'_, 'p, G, H>
 where
     G: Future<Output: Outcome>,
-    H: Handle<G::Output>,
+    H: ErasedHandling<G::Output>,
 {
     #[inline]
     fn parts(self: Pin<&mut Self>) -> Parts<'_, 'p, G::Output> {
@@ -52,7 +54,7 @@ where
 impl<G, H> Future for Step<'_, '_, G, H>
 where
     G: Future<Output: Outcome>,
-    H: Handle<G::Output>,
+    H: ErasedHandling<G::Output>,
 {
     type Output = Option<G::Output>;
 
@@ -114,8 +116,8 @@ where
     let frame = scope.leave();
     let failure = outcome.failure().map(|error| (error, false));
     match run.as_mut().after_attempt(&frame, failure, handling) {
-        Decision::Return => Some(outcome),
-        Decision::Wait(wait) => {
+        Next::Return => Some(outcome),
+        Next::Wait(wait) => {
             if !wait.is_zero() {
                 std::thread::sleep(wait);
             }

@@ -111,7 +111,7 @@ fn in_span(span: &CallSpan, f: impl FnOnce()) {
 }
 
 /// An attempt failed and the call will wait `wait` before the next.
-pub(crate) fn retrying(
+pub(crate) fn retry_scheduled(
     policy: &Policy,
     span: &CallSpan,
     attempt: u32,

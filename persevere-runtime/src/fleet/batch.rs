@@ -114,8 +114,8 @@ fn take_pending(left: &Cell<u32>) -> u32 {
 }
 
 thread_local! {
-    /// This thread's slots. Without a destructor, so that reaching them is one
-    /// instruction, with no check of whether the thread is exiting; the slots are added
+    /// This thread's slots. Without a destructor, so that reaching them needs no check of
+    /// whether the thread is exiting; the slots are added
     /// at the thread's exit by [`FLUSH_AT_EXIT`].
     static SLOTS_OF_THIS_THREAD: [Slot; SLOTS] = const { [const { Slot::new() }; SLOTS] };
 
@@ -173,8 +173,7 @@ fn add_to(successes: Option<&AtomicU64>, n: u32) {
 /// slot has): the caller counts the call itself.
 ///
 /// The thread-local is reached in a closure that does nothing else, so that the
-/// compiler inlines it (and the access becomes one instruction); what is rare happens
-/// outside.
+/// compiler inlines it into a plain access; what is rare happens outside.
 #[cfg_attr(not(debug_assertions), inline(always))]
 pub(crate) fn add(sink: impl FnOnce() -> Sink, slot: usize, now: impl FnOnce() -> Instant) -> bool {
     let left = LEFT.with(|left| {

@@ -5,8 +5,15 @@ use std::num::NonZeroU8;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use crate::classify::class::{Class, Classify};
 use crate::fleet::window::{Epochs, RollingCount};
+
+mod open;
+mod word;
+
+pub use open::CircuitOpen;
+use word::{
+    CLOSED, COUNT_MASK, HALF_OPEN, OPEN, SPELLS, count_of, in_spell, spell_of, state_of, word,
+};
 
 const PPM: u64 = 1_000_000;
 
@@ -84,8 +91,8 @@ pub struct CircuitBreaker {
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct Permit {
     /// 1 for a call through a closed breaker; for a probe, 2 more than the number of
-    /// the half-open spell it was let through in. A byte, so that a call's state holds
-    /// its permit in its padding.
+    /// the half-open spell it was let through in. A byte, so that it adds nothing to a
+    /// call's state.
     of: NonZeroU8,
 }
 
@@ -152,40 +159,6 @@ pub struct BreakerSnapshot {
     /// A function's statistics tell the two apart (`failed.circuit_open`,
     /// `failed.breaker_opened`).
     pub rejected: u64,
-}
-
-const CLOSED: u64 = 0;
-const OPEN: u64 = 1;
-const HALF_OPEN: u64 = 2;
-const SHIFT: u32 = 62;
-const SPELL_SHIFT: u32 = 32;
-const COUNT_MASK: u64 = (1 << SPELL_SHIFT) - 1;
-/// Half-open spells are numbered modulo this, so that a probe's number fits in a byte
-/// beside the closed breaker's permit. A probe still out 254 spells later (each lasts an
-/// open time and a probe's answer) is taken for a probe of the spell it comes back in,
-/// the one case where a stale probe decides.
-const SPELLS: u64 = 254;
-
-const fn word(state: u64, spell: u64, count: u64) -> u64 {
-    (state << SHIFT) | (spell << SPELL_SHIFT) | count
-}
-
-const fn state_of(word: u64) -> u64 {
-    word >> SHIFT
-}
-
-/// The number of the latest half-open spell, below [`SPELLS`].
-const fn spell_of(word: u64) -> u64 {
-    (word >> SPELL_SHIFT) & ((1 << (SHIFT - SPELL_SHIFT)) - 1)
-}
-
-/// Whether the breaker whose state word is `current` is half-open in spell `spell`.
-const fn in_spell(current: u64, spell: u64) -> bool {
-    state_of(current) == HALF_OPEN && spell_of(current) == spell
-}
-
-const fn count_of(word: u64) -> u64 {
-    word & COUNT_MASK
 }
 
 impl CircuitBreaker {
@@ -437,48 +410,6 @@ impl CircuitBreaker {
 impl Default for CircuitBreaker {
     fn default() -> Self {
         Self::new()
-    }
-}
-
-/// A call refused by an open circuit breaker, without running.
-///
-/// A function with `breaker = ...` must be able to return it as its own error, through
-/// `From<CircuitOpen>`; `std::io::Error` converts from it already.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct CircuitOpen {
-    retry_in: Duration,
-}
-
-impl CircuitOpen {
-    /// How long until the breaker lets a probe through; zero when it is half-open and
-    /// its probes are taken.
-    pub const fn retry_in(&self) -> Duration {
-        self.retry_in
-    }
-}
-
-impl fmt::Display for CircuitOpen {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "the circuit breaker is open; the next probe in {:?}",
-            self.retry_in
-        )
-    }
-}
-
-impl std::error::Error for CircuitOpen {}
-
-/// Never retried: the breaker has already decided the dependency needs a rest.
-impl Classify for CircuitOpen {
-    fn classify(&self) -> Class {
-        Class::Permanent
-    }
-}
-
-impl From<CircuitOpen> for std::io::Error {
-    fn from(e: CircuitOpen) -> Self {
-        std::io::Error::other(e)
     }
 }
 

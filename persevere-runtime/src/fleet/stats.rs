@@ -19,7 +19,6 @@
 //! 63 behind per thread that calls it; its budget likewise counts up to 63 requests per
 //! thread late, which at the default 10 % is at most 6 retries.
 
-use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
@@ -27,6 +26,14 @@ use std::time::Duration;
 use crate::classify::give_up::GiveUp;
 use crate::fleet::batch;
 use crate::fleet::budget::RetryBudget;
+
+#[cfg(feature = "metrics")]
+mod labels;
+mod report;
+
+#[cfg(feature = "metrics")]
+pub(crate) use labels::MetricLabels;
+pub use report::Report;
 
 /// Buckets of the attempts-to-success distribution: 1, 2, 3, 4, 5, 6-10, 11 or more.
 const BUCKETS: usize = 7;
@@ -432,134 +439,6 @@ pub fn get(function: &str) -> Option<StatsSnapshot> {
                     .is_some_and(|prefix| prefix.ends_with("::"))
         })
         .map(|s| s.snapshot())
-}
-
-/// Snapshots of several functions, printed as a table by `Display`:
-///
-/// ```text
-/// function                 requests  attempts  retries  ratio   ok  failed  1st  2nd  3rd+  breaker  budget  waited
-/// shop::inventory::stock        120       131       11   0.09  118       2  112    4     2  2.410s
-/// ```
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Report(pub Vec<StatsSnapshot>);
-
-impl fmt::Display for Report {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let width = self
-            .0
-            .iter()
-            .map(|s| s.function.len())
-            .max()
-            .unwrap_or(0)
-            .max("function".len());
-        // Columns for hedges only when a function hedges; for abandoned calls, only
-        // when a caller dropped one.
-        let hedged = self.0.iter().any(|s| s.hedges > 0);
-        let abandoned = self.0.iter().any(|s| s.abandoned > 0);
-        write!(
-            f,
-            "{:<width$}  {:>8}  {:>8}  {:>7}  {:>5}  {:>8}  {:>6}  {:>8}  {:>8}  {:>8}  {:>7}  {:>7}  {:>9}",
-            "function",
-            "requests",
-            "attempts",
-            "retries",
-            "ratio",
-            "ok",
-            "failed",
-            "1st try",
-            "2nd try",
-            "3rd+ try",
-            "breaker",
-            "budget",
-            "waited"
-        )?;
-        if hedged {
-            write!(f, "  {:>7}  {:>7}", "hedges", "won")?;
-        }
-        if abandoned {
-            write!(f, "  {:>9}", "abandoned")?;
-        }
-        writeln!(f)?;
-        for s in &self.0 {
-            let later: u64 = s.attempts_to_success[2..].iter().sum();
-            write!(
-                f,
-                "{:<width$}  {:>8}  {:>8}  {:>7}  {:>5.2}  {:>8}  {:>6}  {:>8}  {:>8}  {:>8}  {:>7}  {:>7}  {:>8.3}s",
-                s.function,
-                s.requests,
-                s.attempts,
-                s.retries,
-                s.retry_ratio(),
-                s.succeeded,
-                s.failed.total(),
-                s.attempts_to_success[0],
-                s.attempts_to_success[1],
-                later,
-                s.failed.circuit_open,
-                s.failed.budget_refused,
-                s.waited.as_secs_f64(),
-            )?;
-            if hedged {
-                write!(f, "  {:>7}  {:>7}", s.hedges, s.hedges_won)?;
-            }
-            if abandoned {
-                write!(f, "  {:>9}", s.abandoned)?;
-            }
-            writeln!(f)?;
-        }
-        Ok(())
-    }
-}
-
-/// The label sets of one function's metrics, built in `const` context from its name, so
-/// that recording a metric allocates nothing, recorder or not.
-#[cfg(feature = "metrics")]
-#[derive(Debug)]
-pub(crate) struct MetricLabels {
-    pub(crate) function: [metrics::Label; 1],
-    pub(crate) ok: [metrics::Label; 2],
-    pub(crate) error: [metrics::Label; 2],
-    pub(crate) abandoned: [metrics::Label; 2],
-    pub(crate) reasons: [[metrics::Label; 2]; GiveUp::COUNT],
-    pub(crate) to_open: [metrics::Label; 2],
-    pub(crate) to_closed: [metrics::Label; 2],
-    pub(crate) to_half_open: [metrics::Label; 2],
-}
-
-#[cfg(feature = "metrics")]
-impl MetricLabels {
-    /// The labels of the function `name`.
-    pub(crate) const fn new(name: &'static str) -> Self {
-        use metrics::Label;
-        const fn pair(name: &'static str, key: &'static str, value: &'static str) -> [Label; 2] {
-            [
-                Label::from_static_parts("function", name),
-                Label::from_static_parts(key, value),
-            ]
-        }
-        let reasons = [
-            pair(name, "reason", GiveUp::LABELS[0]),
-            pair(name, "reason", GiveUp::LABELS[1]),
-            pair(name, "reason", GiveUp::LABELS[2]),
-            pair(name, "reason", GiveUp::LABELS[3]),
-            pair(name, "reason", GiveUp::LABELS[4]),
-            pair(name, "reason", GiveUp::LABELS[5]),
-            pair(name, "reason", GiveUp::LABELS[6]),
-            pair(name, "reason", GiveUp::LABELS[7]),
-            pair(name, "reason", GiveUp::LABELS[8]),
-            pair(name, "reason", GiveUp::LABELS[9]),
-        ];
-        Self {
-            function: [Label::from_static_parts("function", name)],
-            ok: pair(name, "outcome", "ok"),
-            error: pair(name, "outcome", "error"),
-            abandoned: pair(name, "outcome", "abandoned"),
-            reasons,
-            to_open: pair(name, "to", "open"),
-            to_closed: pair(name, "to", "closed"),
-            to_half_open: pair(name, "to", "half_open"),
-        }
-    }
 }
 
 #[cfg(test)]

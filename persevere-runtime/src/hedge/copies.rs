@@ -1,7 +1,8 @@
 //! Hedged attempts (`#[retry(hedge = ...)]`): when an attempt is slow, a copy of it is
 //! sent beside it, and the first to succeed wins. This module is the hedged attempt
 //! itself (when a copy goes, what it costs, how each outcome counts); the future that
-//! runs such attempts through the driver is `hedging.rs`.
+//! runs such attempts through the driver is `hedged.rs`, and `spec.rs` the function's
+//! `static`.
 //!
 //! To the driver (`drive`, the one loop of every async call), a hedged attempt is one
 //! attempt: a group of [`Copies`] of the request that ends with the first copy to
@@ -43,90 +44,11 @@ use crate::classify::class::Class;
 use crate::driver::call;
 use crate::driver::handling::Outcome;
 use crate::driver::telemetry;
-use crate::fleet::batch;
-use crate::fleet::breaker::{BreakerState, Permit};
-use crate::hedge::latency::LatencySketch;
+use crate::hedge::accounting::{admit_copy, failure_ends};
+use crate::hedge::spec::{Hedge, MAX_HEDGES};
 use crate::layer::frame::{Entered, Frame, current_frame, enclosing_deadline, swap_inner_failure};
-use crate::schedule::policy::{Policy, Repeat};
-use crate::time::clock::{Clock, CompactDeadline, CompactInstant, TokioClock};
-
-/// The most hedges (copies beyond the first) a call may have sent at once.
-pub const MAX_HEDGES: u32 = 3;
-
-/// When a slow attempt is hedged. (The sketch is kept inline, not boxed: a `Hedge` is a
-/// `static`, made in `const` context.)
-#[derive(Debug)]
-#[allow(clippy::large_enum_variant)]
-enum Delay {
-    /// After this long.
-    After(Duration),
-    /// After the sketch's percentile of recent latencies.
-    Percentile(LatencySketch),
-}
-
-/// A function's hedging: when to send a copy of a slow attempt, and how many. One
-/// static per hedged function, written by `#[retry(hedge = ..., hedges = ...)]`.
-#[derive(Debug)]
-pub struct Hedge {
-    delay: Delay,
-    hedges: u32,
-}
-
-impl Hedge {
-    /// Hedges an attempt that has not finished after `delay`, once.
-    pub const fn after(delay: Duration) -> Self {
-        assert!(
-            !delay.is_zero(),
-            "a hedge after no delay sends every request twice"
-        );
-        Self {
-            delay: Delay::After(delay),
-            hedges: 1,
-        }
-    }
-
-    /// Hedges an attempt that has run longer than the `quantile` of the function's
-    /// recent attempt latencies (0.95 for p95), once; no hedge until
-    /// [`MIN_SAMPLES`](crate::hedge::latency::MIN_SAMPLES) latencies are known.
-    pub const fn percentile(quantile: f64) -> Self {
-        Self {
-            delay: Delay::Percentile(LatencySketch::new(quantile)),
-            hedges: 1,
-        }
-    }
-
-    /// Sends up to `hedges` copies (1 to [`MAX_HEDGES`]), each a delay after the last.
-    pub const fn with_hedges(mut self, hedges: u32) -> Self {
-        assert!(
-            hedges >= 1 && hedges <= MAX_HEDGES,
-            "`hedges` is from 1 to 3"
-        );
-        self.hedges = hedges;
-        self
-    }
-
-    /// How long an attempt runs before it is hedged, if it is to be.
-    pub fn delay(&self) -> Option<Duration> {
-        match &self.delay {
-            Delay::After(delay) => Some(*delay),
-            Delay::Percentile(sketch) => sketch.percentile(),
-        }
-    }
-
-    /// The most copies a call sends beside its attempt.
-    pub fn hedges(&self) -> u32 {
-        self.hedges
-    }
-
-    /// Learns that an attempt took `latency`: one that succeeded, or a first attempt
-    /// that had run this long when a copy won (a lower bound of its latency, and above
-    /// the delay, which is what the percentile must know of it).
-    fn learn(&self, latency: Duration) {
-        if let Delay::Percentile(sketch) = &self.delay {
-            sketch.record(latency);
-        }
-    }
-}
+use crate::schedule::policy::Policy;
+use crate::time::clock::{Clock, CompactDeadline, TokioClock};
 
 /// A copy sent beside the first: boxed, since a call has at most a few and most calls
 /// none, so that a hedged function's future grows by a few words rather than by copies
@@ -142,6 +64,7 @@ struct Sent<G> {
 }
 
 pin_project_lite::pin_project! {
+    #[project = CopiesProj]
     /// One hedged attempt: the attempt, the copies sent beside it, and the timer of the
     /// next copy. A future that ends with the first success, or once every copy has
     /// failed, with the last failure.
@@ -166,8 +89,8 @@ pin_project_lite::pin_project! {
         // Whether this is the call's first attempt (no restart yet).
         first_attempt: bool,
         // Each copy is an attempt, cut at its own `attempt_timeout` (within the call's
-        // deadline, which `Hedging` tells once the call has begun): the driver's timer
-        // cuts the whole at the latest copy's limit, to which `Hedging` moves it when a
+        // deadline, which `Hedged` tells once the call has begun): the driver's timer
+        // cuts the whole at the latest copy's limit, to which `Hedged` moves it when a
         // copy is sent (`extended`); `cut` drops an earlier one at its own.
         timeout: Option<Duration>,
         deadline: Option<Instant>,
@@ -337,8 +260,6 @@ where
     /// Polls the first and the copies, and sends the next copy when its time comes.
     fn poll_copies(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<G::Output> {
         let mut this = self.project();
-        let hedge = *this.hedge;
-        let policy = *this.policy;
         // The loop goes round again only after sending a copy.
         let mut just_sent = false;
         loop {
@@ -351,102 +272,18 @@ where
                 [Turn::First, Turn::Copies]
             };
             for turn in order {
-                match turn {
-                    Turn::Copies => {
-                        // The copies sent beside the first attempt, each in its own mark of a nested
-                        // failure.
-                        for i in 0..this.copies.len() {
-                            let Some(copy) = &mut this.copies[i] else {
-                                continue;
-                            };
-                            let entered = Entered::new(copy.frame);
-                            let poll = copy.future.as_mut().poll(cx);
-                            copy.frame = entered.leave();
-                            let Poll::Ready(outcome) = poll else {
-                                continue;
-                            };
-                            let (sent, marked) = (copy.sent, copy.frame.inner_failed());
-                            this.copies[i] = None;
-                            let latency = TokioClock::now() - sent;
-                            let in_flight = usize::from(this.first.is_some())
-                                + this.copies.iter().flatten().count();
-                            let ends = match outcome.failure() {
-                                None => {
-                                    hedge.learn(latency);
-                                    // The first attempt, still running, lost: its time so far is a
-                                    // lower bound of its latency, and is learnt as one.
-                                    if let (Some(started), true) =
-                                        (*this.started, this.first.is_some())
-                                    {
-                                        hedge.learn(TokioClock::now() - started);
-                                    }
-                                    if let Some(stats) = policy.stats() {
-                                        stats.record_hedge_won();
-                                    }
-                                    telemetry::hedge_won(policy, latency);
-                                    true
-                                }
-                                Some(error) => {
-                                    failure_ends(policy, (this.classify)(error), in_flight)
-                                }
-                            };
-                            if ends {
-                                this.first.set(None);
-                                return Poll::Ready(end(outcome, marked, this.copies));
-                            }
-                        }
-                    }
-                    Turn::First => {
-                        // The first attempt.
-                        let in_flight = usize::from(this.first.is_some())
-                            + this.copies.iter().flatten().count();
-                        if let Some(first) = this.first.as_mut().as_pin_mut() {
-                            swap_inner_failure(*this.first_marked);
-                            let poll = first.poll(cx);
-                            *this.first_marked = swap_inner_failure(false);
-                            if let Poll::Ready(outcome) = poll {
-                                this.first.set(None);
-                                let ends = match outcome.failure() {
-                                    None => {
-                                        // An attempt that answered without waiting says nothing of
-                                        // how long a slow one takes: not learnt.
-                                        if let Some(started) = *this.started {
-                                            hedge.learn(TokioClock::now() - started);
-                                        }
-                                        true
-                                    }
-                                    Some(error) => {
-                                        failure_ends(policy, (this.classify)(error), in_flight - 1)
-                                    }
-                                };
-                                if ends {
-                                    let marked = *this.first_marked;
-                                    return Poll::Ready(end(outcome, marked, this.copies));
-                                }
-                            }
-                        }
-                    }
+                let ended = match turn {
+                    Turn::Copies => this.poll_sent(cx),
+                    Turn::First => this.poll_first(cx),
+                };
+                if let Some(outcome) = ended {
+                    return Poll::Ready(outcome);
                 }
             }
             // The next copy, when the timer says.
             let sent = match *this.sent {
                 Some(sent) => sent,
-                None => {
-                    // The first poll that found the attempt waiting: the delay starts.
-                    let now = TokioClock::now();
-                    *this.started = Some(now);
-                    // The first's limit is its layer's deadline.
-                    if this.timeout.is_some() {
-                        *this.first_limit = enclosing_deadline();
-                    }
-                    *this.delay = hedge.delay();
-                    if let Some(delay) = *this.delay {
-                        this.timer
-                            .set(Some(tokio::time::sleep_until((now + delay).into())));
-                    }
-                    *this.sent = Some(0);
-                    0
-                }
+                None => this.start_delay(),
             };
             let Some(timer) = this.timer.as_mut().as_pin_mut() else {
                 return Poll::Pending;
@@ -455,53 +292,149 @@ where
                 return Poll::Pending;
             }
             this.timer.set(None);
-            if !admit_copy(policy) {
+            if !admit_copy(this.policy) {
                 return Poll::Pending;
             }
-            let i = this
-                .copies
-                .iter()
-                .position(Option::is_none)
-                .expect("a free slot");
-            let now = TokioClock::now();
-            // The copy's limit, within the call's deadline; without one, the copy runs
-            // in the first's layer.
-            let limit = this.timeout.map(|timeout| {
-                let own = now + timeout;
-                this.deadline.map_or(own, |deadline| deadline.min(own))
-            });
-            let frame = match limit {
-                Some(limit) => {
-                    *this.extended = Some((limit, limit - now));
-                    Frame::known(CompactDeadline::new(Some(limit)))
-                        .retrying(current_frame().is_retry())
-                }
-                None => current_frame().moved_on(),
-            };
-            this.copies[i] = Some(Sent {
-                future: Box::pin((this.make)()),
-                sent: now,
-                limit,
-                frame,
-            });
-            let sent = sent + 1;
-            *this.sent = Some(sent);
-            if let Some(stats) = policy.stats() {
-                stats.record_hedge();
-            }
-            let waited = this
-                .started
-                .map(|started| now - started)
-                .unwrap_or_default();
-            telemetry::hedge_sent(policy, sent, waited);
-            if sent < hedge.hedges() {
-                if let Some(delay) = *this.delay {
-                    this.timer
-                        .set(Some(tokio::time::sleep_until((now + delay).into())));
-                }
-            }
+            this.send_copy(sent + 1);
             // Polls the new copy at once.
             just_sent = true;
+        }
+    }
+}
+
+impl<M, G, E> CopiesProj<'_, '_, M, G, E>
+where
+    M: FnMut() -> G,
+    G: Future<Output: Outcome<Err = E>>,
+{
+    /// Polls the copies sent beside the first attempt, each in its own mark of a nested
+    /// failure; the attempt's outcome, if one of them ends it.
+    fn poll_sent(&mut self, cx: &mut Context<'_>) -> Option<G::Output> {
+        let (hedge, policy) = (*self.hedge, *self.policy);
+        for i in 0..self.copies.len() {
+            let Some(copy) = &mut self.copies[i] else {
+                continue;
+            };
+            let entered = Entered::new(copy.frame);
+            let poll = copy.future.as_mut().poll(cx);
+            copy.frame = entered.leave();
+            let Poll::Ready(outcome) = poll else {
+                continue;
+            };
+            let (sent, marked) = (copy.sent, copy.frame.inner_failed());
+            self.copies[i] = None;
+            let latency = TokioClock::now() - sent;
+            let in_flight =
+                usize::from(self.first.is_some()) + self.copies.iter().flatten().count();
+            let ends = match outcome.failure() {
+                None => {
+                    hedge.learn(latency);
+                    // The first attempt, still running, lost: its time so far is a
+                    // lower bound of its latency, and is learnt as one.
+                    if let (Some(started), true) = (*self.started, self.first.is_some()) {
+                        hedge.learn(TokioClock::now() - started);
+                    }
+                    if let Some(stats) = policy.stats() {
+                        stats.record_hedge_won();
+                    }
+                    telemetry::hedge_won(policy, latency);
+                    true
+                }
+                Some(error) => failure_ends(policy, (self.classify)(error), in_flight),
+            };
+            if ends {
+                self.first.set(None);
+                return Some(end(outcome, marked, self.copies));
+            }
+        }
+        None
+    }
+
+    /// Polls the first attempt; the attempt's outcome, if the first ends it.
+    fn poll_first(&mut self, cx: &mut Context<'_>) -> Option<G::Output> {
+        let in_flight = usize::from(self.first.is_some()) + self.copies.iter().flatten().count();
+        let first = self.first.as_mut().as_pin_mut()?;
+        swap_inner_failure(*self.first_marked);
+        let poll = first.poll(cx);
+        *self.first_marked = swap_inner_failure(false);
+        let Poll::Ready(outcome) = poll else {
+            return None;
+        };
+        self.first.set(None);
+        let ends = match outcome.failure() {
+            None => {
+                // An attempt that answered without waiting says nothing of how long a
+                // slow one takes: not learnt.
+                if let Some(started) = *self.started {
+                    self.hedge.learn(TokioClock::now() - started);
+                }
+                true
+            }
+            Some(error) => failure_ends(self.policy, (self.classify)(error), in_flight - 1),
+        };
+        ends.then(|| end(outcome, *self.first_marked, self.copies))
+    }
+
+    /// At the first poll that found the attempt waiting: the delay starts. Returns the
+    /// copies sent so far (none).
+    fn start_delay(&mut self) -> u32 {
+        let now = TokioClock::now();
+        *self.started = Some(now);
+        // The first's limit is its layer's deadline.
+        if self.timeout.is_some() {
+            *self.first_limit = enclosing_deadline();
+        }
+        *self.delay = self.hedge.delay();
+        if let Some(delay) = *self.delay {
+            self.timer
+                .set(Some(tokio::time::sleep_until((now + delay).into())));
+        }
+        *self.sent = Some(0);
+        0
+    }
+
+    /// Sends copy number `sent` (from 1), in a free slot, and arms the timer of the next
+    /// if there is to be one.
+    fn send_copy(&mut self, sent: u32) {
+        let i = self
+            .copies
+            .iter()
+            .position(Option::is_none)
+            .expect("a free slot");
+        let now = TokioClock::now();
+        // The copy's limit, within the call's deadline; without one, the copy runs in
+        // the first's layer.
+        let limit = self.timeout.map(|timeout| {
+            let own = now + timeout;
+            self.deadline.map_or(own, |deadline| deadline.min(own))
+        });
+        let frame = match limit {
+            Some(limit) => {
+                *self.extended = Some((limit, limit - now));
+                Frame::known(CompactDeadline::new(Some(limit))).retrying(current_frame().is_retry())
+            }
+            None => current_frame().moved_on(),
+        };
+        self.copies[i] = Some(Sent {
+            future: Box::pin((self.make)()),
+            sent: now,
+            limit,
+            frame,
+        });
+        *self.sent = Some(sent);
+        if let Some(stats) = self.policy.stats() {
+            stats.record_hedge();
+        }
+        let waited = self
+            .started
+            .map(|started| now - started)
+            .unwrap_or_default();
+        telemetry::hedge_sent(self.policy, sent, waited);
+        if sent < self.hedge.hedges() {
+            if let Some(delay) = *self.delay {
+                self.timer
+                    .set(Some(tokio::time::sleep_until((now + delay).into())));
+            }
         }
     }
 }
@@ -523,53 +456,4 @@ fn end<G, R>(outcome: R, marked: bool, copies: &mut [Option<Sent<G>>]) -> R {
     }
     swap_inner_failure(marked);
     outcome
-}
-
-/// Whether a failure of class `class` ends the attempt, with `others` of its futures
-/// still in flight. The last one's does; so does a failure no retry can fix (a permanent
-/// one), the dependency's answer, which another copy would only repeat. A failure that
-/// does not end the attempt is told to the breaker now: a copy is sent only while the
-/// breaker is closed, whose permits are all alike, so the attempt has one for each copy
-/// it sent and tells at most that many failures (the last outcome is the driver's to
-/// tell).
-fn failure_ends(policy: &Policy, class: Class, others: usize) -> bool {
-    if others == 0 || !class.is_retryable() {
-        return true;
-    }
-    if let Some(breaker) = policy.breaker() {
-        let now = TokioClock::now();
-        if let Some(moved) = breaker.record(Permit::CLOSED, false, now) {
-            telemetry::breaker_moved(policy, moved);
-        }
-    }
-    false
-}
-
-/// Whether a copy may be sent now: the function is safe to run twice at once (the
-/// macros refuse `hedge` on one that is not; this holds for a policy made by hand), the
-/// breaker, if any, is closed (a copy is never a half-open breaker's probe, and asking
-/// an open breaker whose time is up would move it to half-open), and the budget pays
-/// for it.
-fn admit_copy(policy: &Policy) -> bool {
-    if policy.repeat() == Repeat::OnlyUnsent {
-        return false;
-    }
-    let now = TokioClock::now();
-    if policy
-        .breaker()
-        .is_some_and(|breaker| breaker.state(now) != BreakerState::Closed)
-    {
-        return false;
-    }
-    // The budget learns of this thread's pending requests before it is asked.
-    if let Some(slot) = policy.stats().and_then(|stats| stats.slot()) {
-        batch::flush(slot, CompactInstant::new(now));
-    }
-    let paid = policy.budget().withdraw_hedge(now);
-    if !paid {
-        if let Some(stats) = policy.stats() {
-            stats.record_hedge_refused();
-        }
-    }
-    paid
 }

@@ -1,20 +1,23 @@
 //! The future of a hedged function (`#[retry(hedge = ...)]`): the one driver (`drive`)
-//! running attempts that are each a group of [`Copies`] (`hedge.rs`). What is particular
+//! running attempts that are each a group of [`Copies`] (`copies.rs`). What is particular
 //! to hedging (when a copy is sent, what it costs, how its outcome counts) is there.
 
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use crate::driver::handling::{Handle, Handling, OnOpen, OnTimeout, OnWait, Outcome, ShowError};
+use crate::driver::handling::{
+    ErasedHandling, Handling, OnOpen, OnTimeout, OnWait, Outcome, ShowError,
+};
 use crate::driver::run::{AsyncRun, Attempts, Parts, Run, drive};
-use crate::hedge::copies::{Copies, Hedge};
+use crate::hedge::copies::Copies;
+use crate::hedge::spec::Hedge;
 use crate::schedule::policy::Policy;
 
 pin_project_lite::pin_project! {
-    /// An async retried call whose slow attempts are hedged: as [`crate::driver::run::Retrying`],
+    /// An async retried call whose slow attempts are hedged: as [`crate::driver::retrying::Retrying`],
     /// with each attempt a group of [`Copies`].
-    pub struct Hedging<'p, M, G: Future, H, E> {
+    pub struct Hedged<'p, M, G: Future, H, E> {
         #[pin]
         copies: Copies<'p, M, G, E>,
         #[pin]
@@ -26,7 +29,7 @@ pin_project_lite::pin_project! {
         returned: bool,
         polling: bool,
     }
-    impl<'p, M, G: Future, H, E> PinnedDrop for Hedging<'p, M, G, H, E> {
+    impl<'p, M, G: Future, H, E> PinnedDrop for Hedged<'p, M, G, H, E> {
         fn drop(this: Pin<&mut Self>) {
             let this = this.project();
             if !*this.returned && !*this.polling && !std::thread::panicking() {
@@ -36,11 +39,11 @@ pin_project_lite::pin_project! {
     }
 }
 
-impl<'p, M, G, H, E> Attempts<'p, G::Output> for Hedging<'p, M, G, H, E>
+impl<'p, M, G, H, E> Attempts<'p, G::Output> for Hedged<'p, M, G, H, E>
 where
     M: FnMut() -> G,
     G: Future<Output: Outcome<Err = E>>,
-    H: Handle<G::Output>,
+    H: ErasedHandling<G::Output>,
 {
     fn parts(self: Pin<&mut Self>) -> Parts<'_, 'p, G::Output> {
         let this = self.project();
@@ -64,11 +67,11 @@ where
     }
 }
 
-impl<M, G, H, E> Future for Hedging<'_, M, G, H, E>
+impl<M, G, H, E> Future for Hedged<'_, M, G, H, E>
 where
     M: FnMut() -> G,
     G: Future<Output: Outcome<Err = E>>,
-    H: Handle<G::Output>,
+    H: ErasedHandling<G::Output>,
 {
     type Output = G::Output;
 
@@ -80,7 +83,7 @@ where
         *this.returned = poll.is_ready();
         match poll {
             Poll::Ready(Some(outcome)) => Poll::Ready(outcome),
-            Poll::Ready(None) => unreachable!("`Hedging` makes its own attempts"),
+            Poll::Ready(None) => unreachable!("`Hedged` makes its own attempts"),
             Poll::Pending => Poll::Pending,
         }
     }
@@ -89,7 +92,7 @@ where
 /// Runs an async function under `policy`, hedging its slow attempts as `hedge` says:
 /// `make` makes each attempt's future (and each copy's), and `handling` says how the
 /// function treats its failures.
-pub fn hedging<R, M, G, S, O, T, W>(
+pub fn hedged<R, M, G, S, O, T, W>(
     policy: &Policy,
     hedge: &'static Hedge,
     mut make: M,
@@ -105,7 +108,7 @@ where
     W: OnWait<R::Err>,
 {
     let first = make();
-    Hedging {
+    Hedged {
         copies: Copies::new(first, make, hedge, policy, handling.classifier()),
         run: Run::lazy(policy),
         handling,

@@ -32,7 +32,7 @@ use std::time::Duration;
 use crate::layer::frame::{InLayer, scoped};
 use crate::time::clock::{Clock, TokioClock};
 
-/// Wraps a service in [`Deadline`]: each request is handled under the deadline its
+/// Wraps a service in [`DeadlineService`]: each request is handled under the deadline its
 /// `grpc-timeout` header carries, so the `#[retry]` calls made while handling it, and
 /// [`deadline::remaining`](crate::layer::deadline::remaining), see the caller's time left.
 ///
@@ -87,10 +87,10 @@ impl DeadlineLayer {
 }
 
 impl<S> tower_layer::Layer<S> for DeadlineLayer {
-    type Service = Deadline<S>;
+    type Service = DeadlineService<S>;
 
-    fn layer(&self, inner: S) -> Deadline<S> {
-        Deadline {
+    fn layer(&self, inner: S) -> DeadlineService<S> {
+        DeadlineService {
             inner,
             default: self.default,
         }
@@ -99,12 +99,12 @@ impl<S> tower_layer::Layer<S> for DeadlineLayer {
 
 /// A service whose calls run with the deadline their request carries.
 #[derive(Clone, Copy, Debug)]
-pub struct Deadline<S> {
+pub struct DeadlineService<S> {
     inner: S,
     default: Option<Duration>,
 }
 
-impl<S, B> tower_service::Service<http::Request<B>> for Deadline<S>
+impl<S, B> tower_service::Service<http::Request<B>> for DeadlineService<S>
 where
     S: tower_service::Service<http::Request<B>>,
 {
@@ -126,7 +126,7 @@ where
 }
 
 pin_project_lite::pin_project! {
-    /// The response future of [`Deadline`].
+    /// The response future of [`DeadlineService`].
     pub struct DeadlineFuture<F> {
         #[pin]
         inner: InLayer<F>,

@@ -341,7 +341,7 @@ impl Entered {
     /// Whether the call whose frame, `frame`, was just installed must begin now: its
     /// clock has not started, and the enclosing layer has a deadline or the call must
     /// begin at its first poll. One test: the enclosing frame's deadline is moved onto
-    /// the bit that says "begins at once" (measured with `callgrind.sh`).
+    /// the bit that says "begins at once".
     #[cfg_attr(not(debug_assertions), inline(always))]
     pub(crate) fn must_begin(&self, frame: Frame) -> bool {
         const _: () = assert!(Frame::NO_DEADLINE << 1 == Frame::BEGINS_AT_ONCE);

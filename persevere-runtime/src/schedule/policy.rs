@@ -64,17 +64,17 @@ pub enum Layers {
 ///
 /// ```
 /// use std::time::{Duration, Instant};
-/// use persevere::{Class, GiveUp, Policy, Repeat, RetryState, Step};
+/// use persevere::{Class, GiveUp, Policy, Repeat, RetryState, Decision};
 ///
 /// // A payment sent without an idempotency key: only a refused connection is retried.
 /// let policy = Policy::new().with_repeat(Repeat::OnlyUnsent);
 /// let (now, mut rng) = (Instant::now(), rand::rng());
 /// let mut call = RetryState::new(&policy, now);
-/// assert!(matches!(call.on_failure(Class::Unsent, now, &mut rng), Step::Retry(_)));
+/// assert!(matches!(call.on_failure(Class::Unsent, now, &mut rng), Decision::Retry(_)));
 /// // A reset connection may have reached the server: the payment may have been made.
 /// assert_eq!(
 ///     call.on_failure(Class::Transient, now, &mut rng),
-///     Step::GiveUp(GiveUp::MayHaveTakenEffect)
+///     Decision::GiveUp(GiveUp::MayHaveTakenEffect)
 /// );
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]

@@ -1,7 +1,7 @@
 //! The attempt loop's state machine: after each failure, wait how long, or give up why.
 //!
 //! [`RetryState`] is sans-I/O: it is told the time and handed the randomness, and answers
-//! with a [`Step`]. The driver (`run`) does the
+//! with a [`Decision`]. The driver (`run`) does the
 //! sleeping; tests and simulations can drive it directly.
 
 use std::time::{Duration, Instant};
@@ -18,7 +18,7 @@ use crate::time::clock::{CompactDeadline, CompactInstant};
 
 /// What to do after a failed attempt.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Step {
+pub enum Decision {
     /// Wait this long, then make the next attempt.
     Retry(Duration),
     /// Stop, and return the last failure to the caller.
@@ -30,7 +30,7 @@ pub enum Step {
 ///
 /// ```
 /// use std::time::{Duration, Instant};
-/// use persevere::{Class, GiveUp, Jitter, Policy, RetryState, Step};
+/// use persevere::{Class, GiveUp, Jitter, Policy, RetryState, Decision};
 /// use rand::{SeedableRng, rngs::SmallRng};
 ///
 /// let policy = Policy::new().with_attempts(3).with_jitter(Jitter::None);
@@ -38,9 +38,9 @@ pub enum Step {
 /// let start = Instant::now();
 /// let mut call = RetryState::new(&policy, start);
 ///
-/// assert_eq!(call.on_failure(Class::Transient, start, &mut rng), Step::Retry(Duration::from_millis(200)));
-/// assert_eq!(call.on_failure(Class::Transient, start, &mut rng), Step::Retry(Duration::from_millis(400)));
-/// assert_eq!(call.on_failure(Class::Transient, start, &mut rng), Step::GiveUp(GiveUp::AttemptsExhausted));
+/// assert_eq!(call.on_failure(Class::Transient, start, &mut rng), Decision::Retry(Duration::from_millis(200)));
+/// assert_eq!(call.on_failure(Class::Transient, start, &mut rng), Decision::Retry(Duration::from_millis(400)));
+/// assert_eq!(call.on_failure(Class::Transient, start, &mut rng), Decision::GiveUp(GiveUp::AttemptsExhausted));
 /// assert_eq!(call.attempts(), 3);
 /// ```
 #[derive(Clone, Copy, Debug)]
@@ -56,7 +56,7 @@ pub struct RetryState<'p> {
     backoff: Backoff,
     gave_up: Option<GiveUp>,
     /// The circuit breaker's permit for the attempt in flight: kept by the driver, here
-    /// rather than beside this state so that it fits in this struct's padding.
+    /// rather than beside this state so that the call's state stays as small.
     pub(crate) permit: Option<Permit>,
 }
 
@@ -222,51 +222,56 @@ impl<'p> RetryState<'p> {
     /// [`Repeat::OnlyUnsent`], unsent), the attempts are not exhausted, and the wait ends
     /// strictly before the deadline: a call never sleeps into a deadline it cannot meet,
     /// it returns its last failure at once instead.
-    pub fn on_failure<R: Rng + ?Sized>(&mut self, class: Class, now: Instant, rng: &mut R) -> Step {
+    pub fn on_failure<R: Rng + ?Sized>(
+        &mut self,
+        class: Class,
+        now: Instant,
+        rng: &mut R,
+    ) -> Decision {
         if self.started.is_none() {
             self.started = Some(CompactInstant::new(now));
         }
-        let step = self.step(class, now, rng);
-        if let Step::GiveUp(reason) = step {
+        let decision = self.decide(class, now, rng);
+        if let Decision::GiveUp(reason) = decision {
             self.gave_up = Some(reason);
         }
-        step
+        decision
     }
 
-    fn step<R: Rng + ?Sized>(&mut self, class: Class, now: Instant, rng: &mut R) -> Step {
+    fn decide<R: Rng + ?Sized>(&mut self, class: Class, now: Instant, rng: &mut R) -> Decision {
         if !class.is_retryable() {
-            return Step::GiveUp(GiveUp::Permanent);
+            return Decision::GiveUp(GiveUp::Permanent);
         }
         if self.policy.repeat() == Repeat::OnlyUnsent && class != Class::Unsent {
-            return Step::GiveUp(GiveUp::MayHaveTakenEffect);
+            return Decision::GiveUp(GiveUp::MayHaveTakenEffect);
         }
         if class == Class::Uncertain {
             self.uncertain = self.uncertain.saturating_add(1);
             if u32::from(self.uncertain) >= self.policy.uncertain_attempts() {
-                return Step::GiveUp(GiveUp::UncertainExhausted);
+                return Decision::GiveUp(GiveUp::UncertainExhausted);
             }
         }
         if self.attempts >= self.policy.attempts() {
-            return Step::GiveUp(GiveUp::AttemptsExhausted);
+            return Decision::GiveUp(GiveUp::AttemptsExhausted);
         }
         let remaining = self.remaining(now);
         let wait = match class {
             Class::RetryAfter(requested) => {
                 if requested > self.policy.max_retry_after() {
-                    return Step::GiveUp(GiveUp::RetryAfterTooLong);
+                    return Decision::GiveUp(GiveUp::RetryAfterTooLong);
                 }
                 match server_wait(requested, self.policy.base(), remaining, rng) {
                     Some(wait) => wait,
-                    None => return Step::GiveUp(GiveUp::DeadlineExceeded),
+                    None => return Decision::GiveUp(GiveUp::DeadlineExceeded),
                 }
             }
             _ => self.backoff.next_delay(self.policy, rng),
         };
         if wait >= remaining {
-            return Step::GiveUp(GiveUp::DeadlineExceeded);
+            return Decision::GiveUp(GiveUp::DeadlineExceeded);
         }
         self.attempts += 1;
-        Step::Retry(wait)
+        Decision::Retry(wait)
     }
 }
 
@@ -325,7 +330,7 @@ mod tests {
         let mut rng = SmallRng::seed_from_u64(0);
         assert!(matches!(
             s.on_failure(Class::Transient, now, &mut rng),
-            Step::Retry(_)
+            Decision::Retry(_)
         ));
         assert_eq!(s.gave_up(), None);
         s.on_failure(Class::Transient, now, &mut rng);
@@ -340,7 +345,7 @@ mod tests {
         let mut rng = SmallRng::seed_from_u64(0);
         assert_eq!(
             s.on_failure(Class::Permanent, now, &mut rng),
-            Step::GiveUp(GiveUp::Permanent)
+            Decision::GiveUp(GiveUp::Permanent)
         );
         assert_eq!(s.attempts(), 1);
     }
@@ -358,16 +363,16 @@ mod tests {
         // 300 ms wait at t=0 fits; 600 ms wait at t=300 ms would end at 900 ms: fits.
         assert_eq!(
             s.on_failure(Class::Transient, start, &mut rng),
-            Step::Retry(ms(300))
+            Decision::Retry(ms(300))
         );
         assert_eq!(
             s.on_failure(Class::Transient, start + ms(300), &mut rng),
-            Step::Retry(ms(600))
+            Decision::Retry(ms(600))
         );
         // 1200 ms wait at t=900 ms cannot fit.
         assert_eq!(
             s.on_failure(Class::Transient, start + ms(900), &mut rng),
-            Step::GiveUp(GiveUp::DeadlineExceeded)
+            Decision::GiveUp(GiveUp::DeadlineExceeded)
         );
         assert_eq!(s.attempts(), 3);
         assert_eq!(s.remaining(start + ms(2000)), Duration::ZERO);
@@ -387,7 +392,7 @@ mod tests {
         for _ in 0..10_000 {
             let mut s = RetryState::new(&p, start);
             match s.on_failure(Class::RetryAfter(ms(1000)), start, &mut rng) {
-                Step::Retry(w) => {
+                Decision::Retry(w) => {
                     assert!(w >= ms(1000) && w <= ms(1200), "{w:?}");
                     least = least.min(w);
                     most = most.max(w);
@@ -400,7 +405,7 @@ mod tests {
         let mut s = RetryState::new(&p, start);
         assert_eq!(
             s.on_failure(Class::RetryAfter(ms(5001)), start, &mut rng),
-            Step::GiveUp(GiveUp::RetryAfterTooLong)
+            Decision::GiveUp(GiveUp::RetryAfterTooLong)
         );
         let huge = Policy::new()
             .with_max_retry_after(Duration::MAX)
@@ -408,7 +413,7 @@ mod tests {
         let mut s = RetryState::new(&huge, start);
         assert!(matches!(
             s.on_failure(Class::RetryAfter(Duration::MAX), start, &mut rng),
-            Step::GiveUp(GiveUp::DeadlineExceeded) | Step::Retry(_)
+            Decision::GiveUp(GiveUp::DeadlineExceeded) | Decision::Retry(_)
         ));
     }
 
@@ -425,7 +430,7 @@ mod tests {
                     start,
                     &mut rng,
                 ) {
-                    Step::Retry(w) => w,
+                    Decision::Retry(w) => w,
                     other => panic!("{other:?}"),
                 }
             })
@@ -449,13 +454,13 @@ mod tests {
                 start,
                 &mut rng,
             ) {
-                Step::Retry(w) => assert!(w >= ms(1000) && w < ms(1100), "{w:?}"),
+                Decision::Retry(w) => assert!(w >= ms(1000) && w < ms(1100), "{w:?}"),
                 other => panic!("{other:?}"),
             }
         }
         assert_eq!(
             RetryState::new(&p, start).on_failure(Class::RetryAfter(ms(1100)), start, &mut rng),
-            Step::GiveUp(GiveUp::DeadlineExceeded)
+            Decision::GiveUp(GiveUp::DeadlineExceeded)
         );
         // One that leaves 1 ns before the deadline is waited exactly: no room to spread.
         // Can fail: a spread that may end at the deadline or 1 ns past it.
@@ -467,7 +472,7 @@ mod tests {
                     start,
                     &mut rng
                 ),
-                Step::Retry(requested)
+                Decision::Retry(requested)
             );
         }
     }
@@ -480,15 +485,15 @@ mod tests {
         let mut s = RetryState::new(&p, now);
         assert!(matches!(
             s.on_failure(Class::Uncertain, now, &mut rng),
-            Step::Retry(_)
+            Decision::Retry(_)
         ));
         assert!(matches!(
             s.on_failure(Class::Transient, now, &mut rng),
-            Step::Retry(_)
+            Decision::Retry(_)
         ));
         assert_eq!(
             s.on_failure(Class::Uncertain, now, &mut rng),
-            Step::GiveUp(GiveUp::UncertainExhausted)
+            Decision::GiveUp(GiveUp::UncertainExhausted)
         );
         assert_eq!(s.attempts(), 3);
     }
@@ -508,7 +513,7 @@ mod tests {
         let mut s = RetryState::new(&p, now);
         assert!(matches!(
             s.on_failure(Class::Unsent, now, &mut rng),
-            Step::Retry(_)
+            Decision::Retry(_)
         ));
         for (class, reason) in [
             (Class::Permanent, GiveUp::Permanent),
@@ -519,7 +524,7 @@ mod tests {
             let mut s = RetryState::new(&p, now);
             assert_eq!(
                 s.on_failure(class, now, &mut rng),
-                Step::GiveUp(reason),
+                Decision::GiveUp(reason),
                 "{class:?}"
             );
             assert_eq!(s.attempts(), 1);
@@ -546,7 +551,7 @@ mod tests {
         let mut rng = SmallRng::seed_from_u64(9);
         assert_eq!(
             s.on_failure(Class::RetryAfter(ms(3000)), start, &mut rng),
-            Step::GiveUp(GiveUp::DeadlineExceeded)
+            Decision::GiveUp(GiveUp::DeadlineExceeded)
         );
     }
 }
