@@ -18,7 +18,7 @@
 //!   errors.
 //!
 //! Without the macros, [`retry_fn`] and [`retry_blocking`] drive a closure with a
-//! [`Policy`].
+//! [`Policy`]. The [`guide`] has each topic of the README at length.
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
@@ -29,11 +29,13 @@ pub use persevere_macros::{Classify, idempotent, retry};
 pub use persevere_runtime::integrations::*;
 pub use persevere_runtime::{
     AttemptTimedOut, Backoff, BeforeWait, BreakerSnapshot, BreakerState, BudgetSnapshot,
-    CircuitBreaker, CircuitOpen, Class, Classify, Delays, GiveUp, IdempotencyKey, Jitter, Layers,
-    Limit, ParseKeyError, Permit, Policy, Repeat, RetryBudget, RetryState, RetryStats,
-    StatsSnapshot, Step, nested_failure_handled, retry_blocking, retry_fn, seed_thread_rng,
+    CircuitBreaker, CircuitOpen, Class, Classify, Decision, Delays, GiveUp, IdempotencyKey, Jitter,
+    Layers, Limit, ParseKeyError, Permit, Policy, Repeat, RetryBudget, RetryState, RetryStats,
+    StatsSnapshot, nested_failure_handled, retry_blocking, retry_fn, seed_thread_rng,
 };
 pub use persevere_runtime::{attempt, backoff, deadline, stats, telemetry};
+
+pub mod guide;
 
 #[doc(hidden)]
 pub mod __private {

@@ -1,11 +1,11 @@
-//! The compile errors the README quotes are the compiler's own: each quoted message is
-//! the `.stderr` of a compile-fail case (`tests/ui`, checked by `tests/ui.rs`), named in a
-//! comment above it, and the code above the message is that case's code. A message
-//! quoted without a case fails here.
+//! The compile errors the README and the guides (`src/guide/*.md`) quote are the
+//! compiler's own: each quoted message is the `.stderr` of a compile-fail case
+//! (`tests/ui`, checked by `tests/ui.rs`), named in a comment above it, and the code above
+//! the message is that case's code. A message quoted without a case fails here.
 
 use std::fs;
 
-/// The README's code blocks, in order: (info string, body, the comment line just above
+/// A document's code blocks, in order: (info string, body, the comment line just above
 /// the opening fence, if any).
 fn blocks(text: &str) -> Vec<(String, String, Option<String>)> {
     let mut blocks = Vec::new();
@@ -33,10 +33,36 @@ fn blocks(text: &str) -> Vec<(String, String, Option<String>)> {
     blocks
 }
 
+/// The README, then each guide, by name.
+fn documents() -> Vec<String> {
+    let mut guides: Vec<String> = fs::read_dir("src/guide")
+        .unwrap()
+        .map(|entry| entry.unwrap().path().display().to_string())
+        .filter(|path| path.ends_with(".md"))
+        .collect();
+    guides.sort();
+    assert!(!guides.is_empty(), "no guide in src/guide");
+    let mut documents = vec!["README.md".to_owned()];
+    documents.extend(guides);
+    documents
+}
+
 #[test]
 fn every_quoted_compile_error_is_a_checked_case() {
-    let readme = fs::read_to_string("README.md").unwrap();
-    let blocks = blocks(&readme);
+    let mut checked = 0;
+    for document in documents() {
+        checked += check_quotes(&document);
+    }
+    assert!(
+        checked >= 1,
+        "the README and the guides quote no compile error any more"
+    );
+}
+
+/// Checks each compile error `document` quotes; returns how many it quotes.
+fn check_quotes(document: &str) -> usize {
+    let text = fs::read_to_string(document).unwrap();
+    let blocks = blocks(&text);
     let mut checked = 0;
     for (i, (info, body, comment)) in blocks.iter().enumerate() {
         if info != "text" || !body.starts_with("error") {
@@ -48,7 +74,7 @@ fn every_quoted_compile_error_is_a_checked_case() {
             .and_then(|c| c.strip_suffix(" -->"))
             .unwrap_or_else(|| {
                 panic!(
-                    "the README quotes a compile error without naming its case: put `<!-- stderr: tests/ui/NAME.stderr -->` above it\n{body}"
+                    "{document} quotes a compile error without naming its case: put `<!-- stderr: tests/ui/NAME.stderr -->` above it\n{body}"
                 )
             });
         let stderr = fs::read_to_string(case).unwrap_or_else(|e| panic!("{case}: {e}"));
@@ -57,7 +83,7 @@ fn every_quoted_compile_error_is_a_checked_case() {
         assert_eq!(
             body.trim_end(),
             expected.trim_end(),
-            "the README's quote of {case} is not what the compiler prints"
+            "{document}'s quote of {case} is not what the compiler prints"
         );
         // The code above the quote is the case's, so the quote's line numbers hold.
         let (code_info, code, _) = &blocks[i - 1];
@@ -73,9 +99,9 @@ fn every_quoted_compile_error_is_a_checked_case() {
         assert_eq!(
             code.trim_end(),
             written.trim_end(),
-            "{source} is not the README's code"
+            "{source} is not {document}'s code"
         );
         checked += 1;
     }
-    assert!(checked >= 1, "the README quotes no compile error any more");
+    checked
 }
