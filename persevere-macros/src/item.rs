@@ -2,8 +2,8 @@
 //! parsed, its body kept as tokens.
 //!
 //! Neither macro looks inside the body; they only move it. Parsing every statement of
-//! every body with syn's full expression grammar was most of what the macros cost a
-//! build (and proc macros run unoptimised in a debug build), so the body stays a token
+//! every body with syn's full expression grammar would be most of what the macros cost
+//! a build (proc macros run unoptimised in a debug build), so the body stays a token
 //! tree, handed back to the compiler as written.
 
 use proc_macro2::{Delimiter, Group, Span, TokenStream, TokenTree};

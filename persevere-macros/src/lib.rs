@@ -7,7 +7,7 @@
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
-// Lowest first: each module imports only those above it in this list.
+// Each module imports only those below it in the order `checks/layering` keeps.
 mod args;
 mod derive;
 mod diag;

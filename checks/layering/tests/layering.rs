@@ -66,18 +66,39 @@ const RUNTIME: &[&str] = &[
     "macro_support",
 ];
 
-/// The macros' modules, lowest first.
+/// The macros' modules, lowest first. A room's own file (`args.rs`) reads the attribute
+/// through its submodules, so it comes after them.
 const MACROS: &[&str] = &[
     // Reporting errors, and reading what the user wrote.
     "diag",
     "duration",
     "item",
+    // The arguments: what they are once read, one `key = value`, the grammar of each
+    // family of keys, the keys, and the reading of the list.
+    "args::parsed",
+    "args::key",
+    "args::schedule",
+    "args::failures",
+    "args::named",
+    "args::hedge",
+    "args::keys",
     "args",
-    // The function, the checks, and the expansion.
+    // The function, and the checks: its signature, then how the arguments fit it.
     "func",
+    "valid::signature",
     "valid",
+    // The expansion: the site, the handling, the shared pieces, the two expansions.
+    "expand::site",
+    "expand::handling",
+    "expand::parts",
+    "expand::future",
+    "expand::steps",
     "expand",
     "idempotent",
+    // The derive: reading the attributes, checking them, the arms, then the impls.
+    "derive::attr",
+    "derive::check",
+    "derive::arm",
     "derive",
 ];
 
