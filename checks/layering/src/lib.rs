@@ -1,1 +1,1 @@
-//! Nothing but the layering check, in `tests/layering.rs`.
+//! Nothing but the house rules of the runtime and the macros, in `tests/`.
