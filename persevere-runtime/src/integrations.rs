@@ -1,5 +1,5 @@
 //! The optional integrations, each behind its cargo feature, and the classification of
-//! type-erased errors by the errors in their chain ([`error_chain`]), which names them
+//! type-erased errors by the errors in their chain (`error_chain`), which names them
 //! all. `persevere` re-exports the public ones from here, so that its modules `http`,
 //! `reqwest`, `rusqlite` and `tower` follow the runtime's features.
 
