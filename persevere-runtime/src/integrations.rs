@@ -1,7 +1,7 @@
 //! The optional integrations, each behind its cargo feature, and the classification of
 //! type-erased errors by the errors in their chain (`error_chain`), which names them
 //! all. `persevere` re-exports the public ones from here, so that its modules `http`,
-//! `reqwest`, `rusqlite` and `tower` follow the runtime's features.
+//! `reqwest`, `rusqlite`, `tonic` and `tower` follow the runtime's features.
 
 pub(crate) mod error_chain;
 #[cfg(feature = "http")]
@@ -10,5 +10,7 @@ pub mod http;
 pub mod reqwest;
 #[cfg(feature = "rusqlite")]
 pub mod rusqlite;
+#[cfg(feature = "tonic")]
+pub mod tonic;
 #[cfg(feature = "tower")]
 pub mod tower;

@@ -19,7 +19,7 @@ use crate::driver::telemetry::{self, CallSpan};
 use crate::fleet::batch::{self, Sink};
 use crate::fleet::breaker::{CircuitBreaker, CircuitOpen, Permit};
 use crate::fleet::stats::RetryStats;
-use crate::layer::frame::{self, AttemptNumber, Entered, Frame};
+use crate::layer::frame::{self, AttemptLimitScope, AttemptNumber, Entered, Frame};
 use crate::rng::with_thread_rng;
 use crate::schedule::policy::{Layers, Policy, Repeat};
 use crate::schedule::state::{Decision, RetryState};
@@ -177,6 +177,13 @@ impl<'p, C: Clock> Call<'p, C> {
             span: self.span.as_deref().map(tracing::Span::enter),
             frame: Entered::new(frame),
             _number: AttemptNumber::new(self.attempts(), self.policy().attempts()),
+            _limit: match self.policy().attempt_timeout() {
+                Some(_) if C::CUTS_ATTEMPTS => Some(AttemptLimitScope::new(
+                    frame.started_deadline(),
+                    self.deadline().map(CompactInstant::get),
+                )),
+                _ => None,
+            },
             polling: &self.polling,
         }
     }
@@ -393,6 +400,7 @@ pub(crate) struct AttemptScope<'a> {
     span: Option<tracing::span::Entered<'a>>,
     frame: Entered,
     _number: AttemptNumber,
+    _limit: Option<AttemptLimitScope>,
     polling: &'a AtomicBool,
 }
 

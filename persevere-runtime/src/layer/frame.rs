@@ -177,6 +177,12 @@ impl Frame {
         self.has_deadline().then(|| Duration::from_nanos(until))
     }
 
+    /// The deadline of a frame whose clock has started; `None` for a frame without one,
+    /// or not started.
+    pub(crate) fn started_deadline(&self) -> Option<Instant> {
+        (self.0 & Self::STARTED != 0 && self.has_deadline()).then(|| self.decode().get())
+    }
+
     /// The deadline, starting the clock (with `now`) if it has one and has not started.
     #[inline]
     fn deadline(&mut self, now: impl FnOnce() -> Instant) -> CompactDeadline {
@@ -244,6 +250,49 @@ impl Drop for AttemptNumber {
     #[inline]
     fn drop(&mut self) {
         ATTEMPT.set(self.previous);
+    }
+}
+
+/// The deadlines of an attempt cut to its own time limit, and of its call.
+type AttemptLimit = (Option<Instant>, Option<Instant>);
+
+thread_local! {
+    /// Set around each poll of an attempt (or hedged copy) that has a time limit of its
+    /// own (`attempt_timeout`): that limit and the call's deadline, so that a request
+    /// made in it can tell a server the call's time rather than the attempt's.
+    static ATTEMPT_LIMIT: Cell<AttemptLimit> = const { Cell::new((None, None)) };
+}
+
+/// The deadline to send with a request made now: the enclosing layer's, unless that is
+/// an attempt's own time limit, for which the call's deadline is sent. The client cuts
+/// the attempt at its limit itself; a server that stopped at it too would answer
+/// `DEADLINE_EXCEEDED` in a race with that cut, and only the cut is retried.
+pub(crate) fn request_deadline() -> Option<Instant> {
+    let enclosing = enclosing_deadline();
+    match ATTEMPT_LIMIT.get() {
+        (Some(limit), call) if enclosing == Some(limit) => call,
+        _ => enclosing,
+    }
+}
+
+/// An attempt's time limit and its call's deadline, installed for one poll, the
+/// previous ones put back when dropped.
+pub(crate) struct AttemptLimitScope {
+    previous: AttemptLimit,
+}
+
+impl AttemptLimitScope {
+    /// Installs `limit`, an attempt's own, and `call`, its call's deadline.
+    pub(crate) fn new(limit: Option<Instant>, call: Option<Instant>) -> Self {
+        Self {
+            previous: ATTEMPT_LIMIT.replace((limit, call)),
+        }
+    }
+}
+
+impl Drop for AttemptLimitScope {
+    fn drop(&mut self) {
+        ATTEMPT_LIMIT.set(self.previous);
     }
 }
 
