@@ -383,3 +383,30 @@ async fn the_layer_wraps_a_channel() {
         .collect();
     assert_eq!(previous, [None, Some("1".to_owned())]);
 }
+
+#[retry(hedge = "30ms", attempt_timeout = "500ms", deadline = "5s", budget = UNLIMITED)]
+#[idempotent]
+async fn check_hedged_in_500ms(client: &Client, case: &str) -> Result<i32, Status> {
+    check_once(&mut client.clone(), case).await
+}
+
+// A hedged copy with a time limit of its own is sent the call's deadline too, as the
+// attempt it copies is.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hedged_copy_is_sent_the_call_s_deadline() {
+    let server = GrpcServer::start().await;
+    let client = client(&server);
+    assert_eq!(
+        check_hedged_in_500ms(&client, "copy;slow=300")
+            .await
+            .unwrap(),
+        1
+    );
+    let seen = server.log.of("copy");
+    assert_eq!(seen.len(), 2);
+    for s in &seen {
+        assert_eq!(s.previous, None, "a copy counts as the attempt it copies");
+        let sent = parse_grpc_timeout(s.timeout.as_deref().unwrap()).unwrap();
+        assert!(sent > Duration::from_secs(4), "{seen:?}");
+    }
+}

@@ -194,3 +194,208 @@ impl From<CircuitOpen> for Status {
         status
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::fmt;
+
+    use tonic_types::ErrorDetails;
+
+    use super::*;
+
+    fn with_pushback(code: Code, value: &str) -> Status {
+        let mut status = Status::new(code, "");
+        let value = tonic::metadata::MetadataValue::try_from(value).unwrap();
+        status.metadata_mut().insert(GRPC_RETRY_PUSHBACK_MS, value);
+        status
+    }
+
+    fn with_retry_info(code: Code, delay: Duration) -> Status {
+        Status::with_error_details(code, "", ErrorDetails::with_retry_info(Some(delay)))
+    }
+
+    fn ms(n: u64) -> Duration {
+        Duration::from_millis(n)
+    }
+
+    // Every code, as a server sends it, with nothing about retrying.
+    #[test]
+    fn every_code() {
+        use Code::*;
+        let table = [
+            (Ok, Class::Permanent),
+            (Cancelled, Class::Permanent),
+            (Unknown, Class::Uncertain),
+            (InvalidArgument, Class::Permanent),
+            (DeadlineExceeded, Class::Permanent),
+            (NotFound, Class::Permanent),
+            (AlreadyExists, Class::Permanent),
+            (PermissionDenied, Class::Permanent),
+            (ResourceExhausted, Class::Permanent),
+            (FailedPrecondition, Class::Permanent),
+            (Aborted, Class::Permanent),
+            (OutOfRange, Class::Permanent),
+            (Unimplemented, Class::Permanent),
+            (Internal, Class::Uncertain),
+            (Unavailable, Class::Transient),
+            (DataLoss, Class::Permanent),
+            (Unauthenticated, Class::Permanent),
+        ];
+        for (code, class) in table {
+            assert_eq!(Status::new(code, "").classify(), class, "{code:?}");
+        }
+    }
+
+    // A valid pushback is the wait of a retryable code, and makes RESOURCE_EXHAUSTED one;
+    // it leaves an uncertain failure uncertain and a permanent one permanent.
+    #[test]
+    fn a_valid_pushback_is_a_wait() {
+        let wait = |code, value| with_pushback(code, value).classify();
+        assert_eq!(wait(Code::Unavailable, "250"), Class::RetryAfter(ms(250)));
+        assert_eq!(wait(Code::Unavailable, "0"), Class::RetryAfter(ms(0)));
+        assert_eq!(wait(Code::Unavailable, " 40 "), Class::RetryAfter(ms(40)));
+        assert_eq!(
+            wait(Code::ResourceExhausted, "100"),
+            Class::RetryAfter(ms(100))
+        );
+        assert_eq!(wait(Code::Internal, "100"), Class::Uncertain);
+        assert_eq!(wait(Code::Unknown, "100"), Class::Uncertain);
+        assert_eq!(wait(Code::NotFound, "100"), Class::Permanent);
+        // Past a u64 of milliseconds: a wait longer than any call takes, not a stop.
+        assert_eq!(
+            wait(Code::Unavailable, "99999999999999999999999"),
+            Class::RetryAfter(ms(u64::MAX))
+        );
+    }
+
+    // A negative or malformed pushback stops retrying, whatever the code (A6).
+    #[test]
+    fn a_negative_or_malformed_pushback_stops() {
+        for value in ["-1", "-0", "x", "", "1.5", "+5", "1e3", "0x10", "१"] {
+            for code in [Code::Unavailable, Code::ResourceExhausted, Code::Internal] {
+                let status = with_pushback(code, value);
+                assert_eq!(Pushback::of(&status), Pushback::Stop, "{value:?}");
+                assert_eq!(status.classify(), Class::Permanent, "{code:?} {value:?}");
+            }
+        }
+    }
+
+    // The first pushback decides.
+    #[test]
+    fn the_first_pushback_decides() {
+        let mut status = with_pushback(Code::Unavailable, "-1");
+        status
+            .metadata_mut()
+            .append(GRPC_RETRY_PUSHBACK_MS, "100".parse().unwrap());
+        assert_eq!(status.classify(), Class::Permanent);
+    }
+
+    // `RetryInfo` is a wait as well; with a pushback, the longer of the two.
+    #[test]
+    fn retry_info_is_a_wait() {
+        let quota = with_retry_info(Code::ResourceExhausted, ms(300));
+        assert_eq!(Pushback::of(&quota), Pushback::Wait(ms(300)));
+        assert_eq!(quota.classify(), Class::RetryAfter(ms(300)));
+        let mut both = with_retry_info(Code::Unavailable, ms(300));
+        both.metadata_mut()
+            .insert(GRPC_RETRY_PUSHBACK_MS, "500".parse().unwrap());
+        assert_eq!(both.classify(), Class::RetryAfter(ms(500)));
+        let mut shorter = with_retry_info(Code::Unavailable, ms(300));
+        shorter
+            .metadata_mut()
+            .insert(GRPC_RETRY_PUSHBACK_MS, "100".parse().unwrap());
+        assert_eq!(shorter.classify(), Class::RetryAfter(ms(300)));
+        let mut stop = with_retry_info(Code::Unavailable, ms(300));
+        stop.metadata_mut()
+            .insert(GRPC_RETRY_PUSHBACK_MS, "-1".parse().unwrap());
+        assert_eq!(stop.classify(), Class::Permanent);
+        // Details that do not decode say nothing.
+        let garbage = Status::with_details(Code::ResourceExhausted, "", vec![0xff, 0x01].into());
+        assert_eq!(Pushback::of(&garbage), Pushback::None);
+        assert_eq!(garbage.classify(), Class::Permanent);
+        let no_delay = Status::with_error_details(
+            Code::ResourceExhausted,
+            "",
+            ErrorDetails::with_retry_info(None),
+        );
+        assert_eq!(no_delay.classify(), Class::Permanent);
+    }
+
+    fn from(error: impl Error + Send + Sync + 'static) -> Status {
+        Status::from_error(Box::new(error))
+    }
+
+    #[derive(Debug)]
+    struct Wrapper(Box<dyn Error + Send + Sync>);
+
+    impl fmt::Display for Wrapper {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("transport error")
+        }
+    }
+
+    impl Error for Wrapper {
+        fn source(&self) -> Option<&(dyn Error + 'static)> {
+            Some(&*self.0)
+        }
+    }
+
+    // What failed beneath a status decides before its code.
+    #[test]
+    fn the_source_chain_decides_first() {
+        let refused = io::Error::from(io::ErrorKind::ConnectionRefused);
+        let connect = from(Wrapper(Box::new(tonic::ConnectError(Box::new(refused)))));
+        assert_eq!(connect.code(), Code::Unavailable);
+        assert_eq!(connect.classify(), Class::Unsent);
+        let dns = io::Error::other("failed to lookup address");
+        assert_eq!(
+            from(tonic::ConnectError(Box::new(dns))).classify(),
+            Class::Unsent
+        );
+        let timeout = from(Wrapper(Box::new(tonic::TimeoutExpired(()))));
+        assert_eq!(timeout.code(), Code::Cancelled);
+        assert_eq!(timeout.classify(), Class::Transient);
+        let lost = from(Wrapper(Box::new(io::Error::from(
+            io::ErrorKind::BrokenPipe,
+        ))));
+        assert_eq!(lost.classify(), Class::Uncertain);
+        let refused = from(Wrapper(Box::new(io::Error::from(
+            io::ErrorKind::ConnectionRefused,
+        ))));
+        assert_eq!(refused.classify(), Class::Unsent);
+        // An HTTP/2 failure of the client's own, not the server's refusal: the stream
+        // may have run.
+        let local = h2::Error::from(h2::Reason::REFUSED_STREAM);
+        assert_eq!(from(Wrapper(Box::new(local))).classify(), Class::Uncertain);
+        // A status inside a status: the inner one's class.
+        let mut outer = Status::internal("wrapped");
+        outer.set_source(Arc::new(Status::unavailable("down")));
+        assert_eq!(outer.classify(), Class::Transient);
+        // An error persevere does not know: the code decides.
+        let mut unknown = Status::unavailable("down");
+        unknown.set_source(Arc::new(fmt::Error));
+        assert_eq!(unknown.classify(), Class::Transient);
+    }
+
+    // A cut attempt is DEADLINE_EXCEEDED, retried as the cut is; a refusal of the
+    // breaker is UNAVAILABLE, not retried.
+    #[test]
+    fn persevere_s_own_failures() {
+        let cut = Status::from(AttemptTimedOut::after(ms(200)));
+        assert_eq!(cut.code(), Code::DeadlineExceeded);
+        assert_eq!(cut.classify(), Class::Transient);
+        assert_eq!(
+            cut.message(),
+            "the attempt timed out after 200ms (its attempt_timeout)"
+        );
+        assert!(cut.source().unwrap().is::<AttemptTimedOut>());
+        let breaker = crate::CircuitBreaker::new().with_consecutive_failures(1);
+        let now = std::time::Instant::now();
+        let permit = breaker.admit(now).unwrap();
+        breaker.record(permit, false, now);
+        let open = Status::from(breaker.admit(now).unwrap_err());
+        assert_eq!(open.code(), Code::Unavailable);
+        assert_eq!(open.classify(), Class::Permanent);
+        assert!(open.source().unwrap().is::<CircuitOpen>());
+    }
+}
