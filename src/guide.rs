@@ -1,6 +1,6 @@
 //! Guides, one topic each at length: how to choose a schedule, retry a payment, read a
-//! server's pushback, protect a fleet, hedge, watch and test retried code, and each
-//! integration in full. The crate page (the README) is the short version.
+//! server's pushback, protect a fleet, hedge, watch and test retried code, each
+//! integration in full, and gRPC with tonic. The crate page (the README) is the short version.
 //!
 //! Each module is one markdown file of `src/guide/`, shown here; their code blocks are
 //! compiled and run as doc tests of the workspace's `integration` package, where the
@@ -41,3 +41,6 @@ pub mod testing {}
 
 #[cfg_attr(not(doctest), doc = include_str!("guide/integrations.md"))]
 pub mod integrations {}
+
+#[cfg_attr(not(doctest), doc = include_str!("guide/grpc.md"))]
+pub mod grpc {}

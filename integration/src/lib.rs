@@ -59,3 +59,7 @@ pub struct TestingDoctests;
 #[cfg(doctest)]
 #[doc = include_str!("../../src/guide/integrations.md")]
 pub struct IntegrationsDoctests;
+
+#[cfg(doctest)]
+#[doc = include_str!("../../src/guide/grpc.md")]
+pub struct GrpcDoctests;

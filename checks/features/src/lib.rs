@@ -73,3 +73,18 @@ pub fn rusqlite(db: &rusqlite::Connection) -> Result<i64, rusqlite::Error> {
 pub async fn anyhow() -> anyhow::Result<u32> {
     Ok(1)
 }
+
+/// `tonic`: a retried gRPC call, whose attempts are cut at their own time limit, and the
+/// channel layer.
+#[cfg(feature = "tonic")]
+#[retry(deadline = "1s", attempt_timeout = "200ms")]
+#[idempotent]
+pub async fn tonic() -> Result<u32, tonic::Status> {
+    Err(tonic::Status::unavailable("down"))
+}
+
+/// `tonic`: a client's channel, wrapped.
+#[cfg(feature = "tonic")]
+pub fn tonic_channel<S>(channel: S) -> persevere::tonic::RetryMetadata<S> {
+    persevere::tonic::RetryMetadata::new(channel)
+}

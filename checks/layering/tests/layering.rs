@@ -61,6 +61,7 @@ const RUNTIME: &[&str] = &[
     "integrations::reqwest",
     "integrations::rusqlite",
     "integrations::tower",
+    "integrations::tonic",
     "integrations::error_chain",
     // What generated code calls.
     "macro_support",

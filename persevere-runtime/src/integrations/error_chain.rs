@@ -13,8 +13,8 @@ use crate::fleet::breaker::CircuitOpen;
 
 /// The class of the first error in `error`'s chain whose type persevere knows:
 /// [`io::Error`], [`AttemptTimedOut`], [`CircuitOpen`], and with their features
-/// `http::StatusError`, `reqwest::Error`, `persevere::reqwest::RequestError` and
-/// `rusqlite::Error`. Permanent if none is.
+/// `http::StatusError`, `reqwest::Error`, `persevere::reqwest::RequestError`,
+/// `rusqlite::Error` and `tonic::Status`. Permanent if none is.
 pub(super) fn classify_chain(error: &(dyn Error + 'static)) -> Class {
     let mut next = Some(error);
     while let Some(error) = next {
@@ -52,12 +52,17 @@ fn known(error: &(dyn Error + 'static)) -> Option<Class> {
     if let Some(e) = error.downcast_ref::<rusqlite::Error>() {
         return Some(e.classify());
     }
+    #[cfg(feature = "tonic")]
+    if let Some(e) = error.downcast_ref::<tonic::Status>() {
+        return Some(e.classify());
+    }
     None
 }
 
 /// Classified by the first error in its chain whose type persevere knows
 /// (`std::io::Error`, `AttemptTimedOut`, `CircuitOpen`, and with their features
-/// `http::StatusError`, `reqwest::Error`, `RequestError`, `rusqlite::Error`);
+/// `http::StatusError`, `reqwest::Error`, `RequestError`, `rusqlite::Error`,
+/// `tonic::Status`);
 /// permanent if none is. So `Box<dyn Error + Send + Sync>` works as a retried
 /// function's error:
 ///
@@ -256,6 +261,20 @@ mod tests {
             None,
         );
         assert_eq!(boxed(constraint).classify(), Class::Permanent);
+    }
+
+    #[cfg(feature = "tonic")]
+    #[test]
+    fn grpc_statuses_in_the_chain() {
+        let unavailable = tonic::Status::unavailable("down");
+        assert_eq!(
+            boxed(Context(Some(boxed(unavailable)))).classify(),
+            Class::Transient
+        );
+        let mut stop = tonic::Status::unavailable("shedding");
+        stop.metadata_mut()
+            .insert("grpc-retry-pushback-ms", "-1".parse().unwrap());
+        assert_eq!(boxed(stop).classify(), Class::Permanent);
     }
 
     #[cfg(feature = "anyhow")]
