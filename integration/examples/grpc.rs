@@ -1,6 +1,6 @@
 //! A `#[retry]` function calling a flaky gRPC server with tonic.
 //!
-//! Run it with `cargo run --example grpc`. It starts a tonic server on 127.0.0.1 (an
+//! Run it with `cargo run -p persevere-integration --example grpc`. It starts a tonic server on 127.0.0.1 (an
 //! ephemeral port) serving the health service tonic-health ships, which answers
 //! `UNAVAILABLE` twice, then `RESOURCE_EXHAUSTED` with `grpc-retry-pushback-ms: 500`,
 //! then `SERVING`; and a second service name that answers `NOT_FOUND`. The server prints

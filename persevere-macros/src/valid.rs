@@ -209,7 +209,7 @@ fn hedge_exclusive(item: &ItemFn, errors: &mut Option<syn::Error>) {
                 errors,
                 syn::Error::new_spanned(
                     tokens,
-                    "`hedge` runs copies of an attempt at once, and an `&mut` cannot be lent to two of them; take it by `&` (with interior mutability if it must change), or remove `hedge`",
+                    "`hedge` runs copies of an attempt at once, and an `&mut` cannot be lent to two of them; take it by `&` (with interior mutability if it must change, or, for a handle that is cheap to clone, such as a tonic client, clone it in the body), or remove `hedge`",
                 ),
             );
         }

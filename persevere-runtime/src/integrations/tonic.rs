@@ -1,6 +1,7 @@
 //! tonic (gRPC) clients: `tonic::Status` as a `#[retry]` function's error, classified by
-//! gRPC's rules, and an interceptor that tells the server which attempt it is and how
-//! long it has. Enabled by the `tonic` cargo feature (tonic 0.14, which needs Rust 1.88).
+//! gRPC's rules, and a layer around a client's channel that tells the server which
+//! attempt it is and how long the call has. Enabled by the `tonic` cargo feature (tonic
+//! 0.14.9 or a later 0.14, which needs Rust 1.88).
 //!
 //! ```no_run
 //! use persevere::tonic::RetryMetadata;

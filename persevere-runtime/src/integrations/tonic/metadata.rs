@@ -60,9 +60,31 @@ fn insert(headers: &mut HeaderMap) -> Option<(Instant, Duration)> {
     Some((deadline, left))
 }
 
-/// Wraps a client's channel in [`RetryMetadata`].
+/// Wraps a client's channel in [`RetryMetadata`], for a tower `ServiceBuilder`.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")] async fn main() {
+/// use persevere::tonic::{RetryMetadata, RetryMetadataLayer};
+/// use tonic::transport::Channel;
+/// use tonic_health::pb::health_client::HealthClient;
+///
+/// let channel = Channel::from_static("http://127.0.0.1:50051").connect_lazy();
+/// let channel = tower::ServiceBuilder::new()
+///     .layer(RetryMetadataLayer::new())
+///     .service(channel);
+/// let client: HealthClient<RetryMetadata<Channel>> = HealthClient::new(channel);
+/// # let _ = client;
+/// # }
+/// ```
 #[derive(Clone, Copy, Debug, Default)]
 pub struct RetryMetadataLayer;
+
+impl RetryMetadataLayer {
+    /// The layer.
+    pub const fn new() -> Self {
+        Self
+    }
+}
 
 impl<S> tower_layer::Layer<S> for RetryMetadataLayer {
     type Service = RetryMetadata<S>;
