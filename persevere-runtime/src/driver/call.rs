@@ -177,13 +177,12 @@ impl<'p, C: Clock> Call<'p, C> {
             span: self.span.as_deref().map(tracing::Span::enter),
             frame: Entered::new(frame),
             _number: AttemptNumber::new(self.attempts(), self.policy().attempts()),
-            _limit: match self.policy().attempt_timeout() {
-                Some(_) if C::CUTS_ATTEMPTS => Some(AttemptLimitScope::new(
+            _limit: (C::CUTS_ATTEMPTS && self.policy().attempt_timeout().is_some()).then(|| {
+                AttemptLimitScope::new(
                     frame.started_deadline(),
                     self.deadline().map(CompactInstant::get),
-                )),
-                _ => None,
-            },
+                )
+            }),
             polling: &self.polling,
         }
     }
