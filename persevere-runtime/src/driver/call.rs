@@ -19,7 +19,9 @@ use crate::driver::telemetry::{self, CallSpan};
 use crate::fleet::batch::{self, Sink};
 use crate::fleet::breaker::{CircuitBreaker, CircuitOpen, Permit};
 use crate::fleet::stats::RetryStats;
-use crate::layer::frame::{self, AttemptLimitScope, AttemptNumber, Entered, Frame};
+#[cfg(feature = "tonic")]
+use crate::layer::frame::AttemptLimitScope;
+use crate::layer::frame::{self, AttemptNumber, Entered, Frame};
 use crate::rng::with_thread_rng;
 use crate::schedule::policy::{Layers, Policy, Repeat};
 use crate::schedule::state::{Decision, RetryState};
@@ -177,6 +179,7 @@ impl<'p, C: Clock> Call<'p, C> {
             span: self.span.as_deref().map(tracing::Span::enter),
             frame: Entered::new(frame),
             _number: AttemptNumber::new(self.attempts(), self.policy().attempts()),
+            #[cfg(feature = "tonic")]
             _limit: (C::CUTS_ATTEMPTS && self.policy().attempt_timeout().is_some()).then(|| {
                 AttemptLimitScope::new(
                     frame.started_deadline(),
@@ -399,6 +402,7 @@ pub(crate) struct AttemptScope<'a> {
     span: Option<tracing::span::Entered<'a>>,
     frame: Entered,
     _number: AttemptNumber,
+    #[cfg(feature = "tonic")]
     _limit: Option<AttemptLimitScope>,
     polling: &'a AtomicBool,
 }

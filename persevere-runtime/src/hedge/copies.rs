@@ -46,9 +46,9 @@ use crate::driver::handling::Outcome;
 use crate::driver::telemetry;
 use crate::hedge::accounting::{admit_copy, failure_ends};
 use crate::hedge::spec::{Hedge, MAX_HEDGES};
-use crate::layer::frame::{
-    AttemptLimitScope, Entered, Frame, current_frame, enclosing_deadline, swap_inner_failure,
-};
+#[cfg(feature = "tonic")]
+use crate::layer::frame::AttemptLimitScope;
+use crate::layer::frame::{Entered, Frame, current_frame, enclosing_deadline, swap_inner_failure};
 use crate::schedule::policy::Policy;
 use crate::time::clock::{Clock, CompactDeadline, TokioClock};
 
@@ -317,6 +317,7 @@ where
             let Some(copy) = &mut self.copies[i] else {
                 continue;
             };
+            #[cfg(feature = "tonic")]
             let _limit = copy
                 .limit
                 .map(|limit| AttemptLimitScope::new(Some(limit), *self.deadline));

@@ -179,6 +179,7 @@ impl Frame {
 
     /// The deadline of a frame whose clock has started; `None` for a frame without one,
     /// or not started.
+    #[cfg(feature = "tonic")]
     pub(crate) fn started_deadline(&self) -> Option<Instant> {
         (self.0 & Self::STARTED != 0 && self.has_deadline()).then(|| self.decode().get())
     }
@@ -254,8 +255,10 @@ impl Drop for AttemptNumber {
 }
 
 /// The deadlines of an attempt cut to its own time limit, and of its call.
+#[cfg(feature = "tonic")]
 type AttemptLimit = (Option<Instant>, Option<Instant>);
 
+#[cfg(feature = "tonic")]
 thread_local! {
     /// Set around each poll of an attempt (or hedged copy) that has a time limit of its
     /// own (`attempt_timeout`): that limit and the call's deadline, so that a request
@@ -266,7 +269,9 @@ thread_local! {
 /// The deadline to send with a request made now: the enclosing layer's, unless that is
 /// an attempt's own time limit, for which the call's deadline is sent. The client cuts
 /// the attempt at its limit itself; a server that stopped at it too would answer
-/// `DEADLINE_EXCEEDED` in a race with that cut, and only the cut is retried.
+/// `DEADLINE_EXCEEDED` in a race with that cut, and only the cut is retried. (With the
+/// integration that sends it only: the rest of a retried call pays nothing for it.)
+#[cfg(feature = "tonic")]
 pub(crate) fn request_deadline() -> Option<Instant> {
     let enclosing = enclosing_deadline();
     match ATTEMPT_LIMIT.get() {
@@ -277,10 +282,12 @@ pub(crate) fn request_deadline() -> Option<Instant> {
 
 /// An attempt's time limit and its call's deadline, installed for one poll, the
 /// previous ones put back when dropped.
+#[cfg(feature = "tonic")]
 pub(crate) struct AttemptLimitScope {
     previous: AttemptLimit,
 }
 
+#[cfg(feature = "tonic")]
 impl AttemptLimitScope {
     /// Installs `limit`, an attempt's own, and `call`, its call's deadline.
     pub(crate) fn new(limit: Option<Instant>, call: Option<Instant>) -> Self {
@@ -290,6 +297,7 @@ impl AttemptLimitScope {
     }
 }
 
+#[cfg(feature = "tonic")]
 impl Drop for AttemptLimitScope {
     fn drop(&mut self) {
         ATTEMPT_LIMIT.set(self.previous);
