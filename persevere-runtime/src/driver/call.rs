@@ -180,12 +180,16 @@ impl<'p, C: Clock> Call<'p, C> {
             frame: Entered::new(frame),
             _number: AttemptNumber::new(self.attempts(), self.policy().attempts()),
             #[cfg(feature = "tonic")]
-            _limit: (C::CUTS_ATTEMPTS && self.policy().attempt_timeout().is_some()).then(|| {
-                AttemptLimitScope::new(
-                    frame.started_deadline(),
-                    self.deadline().map(CompactInstant::get),
-                )
-            }),
+            _limit: self
+                .policy()
+                .attempt_timeout()
+                .filter(|_| C::CUTS_ATTEMPTS)
+                .map(|_| {
+                    AttemptLimitScope::new(
+                        frame.started_deadline(),
+                        self.deadline().map(CompactInstant::get),
+                    )
+                }),
             polling: &self.polling,
         }
     }
