@@ -513,4 +513,19 @@ mod tests {
         assert!(!entered.must_begin(retry));
         entered.leave();
     }
+
+    // Only a started frame with a deadline has one to tell: a lazy frame holds an
+    // offset, not an instant, and a frame without a deadline the start.
+    #[cfg(feature = "tonic")]
+    #[test]
+    fn a_started_frame_tells_its_deadline() {
+        let at = Instant::now() + Duration::from_secs(1);
+        let known = Frame::known(CompactDeadline::new(Some(at)));
+        let told = known.started_deadline().unwrap();
+        assert!(told.max(at) - told.min(at) < Duration::from_micros(1));
+        assert_eq!(Frame::known(CompactDeadline::NONE).started_deadline(), None);
+        assert_eq!(Frame::OUTSIDE.started_deadline(), None);
+        assert_eq!(Frame::lazy(1_000).started_deadline(), None);
+        assert_eq!(Frame::lazy(u64::MAX).started_deadline(), None);
+    }
 }

@@ -28,8 +28,9 @@ pub const GRPC_PREVIOUS_RPC_ATTEMPTS: &str = "grpc-previous-rpc-attempts";
 /// - `grpc-previous-rpc-attempts`: the attempts before this one, on a retry only (a
 ///   server's `RetryAdmissionLayer` sheds such requests first when overloaded); a hedged
 ///   copy counts as the attempt it copies;
-/// - `grpc-timeout`: the time left before the call's deadline, unless the request
-///   carries a shorter one already. Under `attempt_timeout` this is still the call's
+/// - `grpc-timeout`: the time left before the call's deadline (or a `deadline::scope`'s
+///   or nested call's inside it, where that is sooner), unless the request carries a
+///   shorter one already. Under `attempt_timeout` this is still the call's
 ///   deadline, not the attempt's: persevere cuts the attempt at its limit itself (the
 ///   server hears of it as a cancelled stream) and retries it, whereas a server that
 ///   stopped at the same moment would answer `DEADLINE_EXCEEDED`, which is not retried,
@@ -283,6 +284,42 @@ mod tests {
         let seen = each_attempt(&policy(Some(Duration::from_millis(200)))).await;
         assert_eq!(seen[0].1, Some(Duration::from_secs(10)));
         assert!(seen[1].1.unwrap() > Duration::from_secs(9));
+    }
+
+    // Inside an attempt with a limit of its own (200 ms of a call's 10 s), a nested
+    // deadline shorter than that limit is sent as it is; one longer never binds (the
+    // attempt is cut first), and the call's is sent. A nested call inherits the
+    // attempt's limit as its deadline, and is sent that. Once it has run, the attempt
+    // around it is sent its call's deadline again.
+    #[tokio::test(start_paused = true)]
+    async fn a_nested_deadline_shorter_than_the_limit_is_sent() {
+        let outer = policy(Some(Duration::from_millis(200)));
+        let inner = Policy::new()
+            .with_deadline(Duration::from_secs(5))
+            .with_attempt_timeout(Some(Duration::from_millis(100)))
+            .with_budget(&UNLIMITED);
+        let scoped = |left| crate::layer::deadline::scope(left, async { headers_now().1 });
+        let seen = Mutex::new(Vec::new());
+        let result: Result<(), io::Error> = retry_fn(&outer, || async {
+            let short = scoped(Duration::from_millis(50)).await;
+            let long = scoped(Duration::from_secs(1)).await;
+            seen.lock().unwrap().extend([short, long]);
+            let nested: Result<(), io::Error> = retry_fn(&inner, || async {
+                seen.lock().unwrap().push(headers_now().1);
+                Ok(())
+            })
+            .await;
+            nested?;
+            seen.lock().unwrap().push(headers_now().1);
+            Ok(())
+        })
+        .await;
+        result.unwrap();
+        let ms = |n| Some(Duration::from_millis(n));
+        assert_eq!(
+            seen.into_inner().unwrap(),
+            [ms(50), ms(10_000), ms(200), ms(10_000)]
+        );
     }
 
     // A shorter `grpc-timeout` the request carries already is kept; a longer one is
