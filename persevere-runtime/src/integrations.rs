@@ -14,3 +14,4 @@ pub mod rusqlite;
 pub mod tonic;
 #[cfg(feature = "tower")]
 pub mod tower;
+pub(crate) mod transaction;
