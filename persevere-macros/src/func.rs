@@ -172,7 +172,20 @@ fn outside_transaction(sig: &Signature, private: &TokenStream, savepoints: &[boo
         };
         checks.extend(probe(made, input.span(), private));
     }
-    checks
+    if checks.is_empty() {
+        return checks;
+    }
+    // In a closure that is never called: type-checked, where an open transaction is
+    // reported, but never compiled to code (the probes cost no code generation per
+    // parameter type, which a retried function's build time would pay).
+    quote! {
+        let _ = || {
+            // Both are asked; an error elsewhere in the function can leave them unread.
+            #[allow(unused_imports)]
+            use #private::{ProbeOther as _, ProbeTransaction as _};
+            #checks
+        };
+    }
 }
 
 /// The check that the parameter at `span`, whose probe `made` makes, is not an open
@@ -180,12 +193,7 @@ fn outside_transaction(sig: &Signature, private: &TokenStream, savepoints: &[boo
 fn probe(made: TokenStream, span: Span, private: &TokenStream) -> TokenStream {
     let private = locate(private.clone(), span);
     quote_spanned! {span=>
-        {
-            // Both are asked; an error elsewhere in the function can leave them unread.
-            #[allow(unused_imports)]
-            use #private::{ProbeOther as _, ProbeTransaction as _};
-            #private::outside_transaction((&#private::#made).probe());
-        }
+        #private::outside_transaction((&#private::#made).probe());
     }
 }
 

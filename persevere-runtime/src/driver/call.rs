@@ -425,14 +425,12 @@ impl AttemptScope<'_> {
     }
 }
 
-/// Exits a span entered for one poll of an attempt: out of line, as calls that have not
-/// failed have none.
+/// Exits a span entered for one poll of an attempt, by dropping it on return: out of
+/// line, as calls that have not failed have none.
 #[cfg(feature = "tracing")]
 #[cold]
 #[inline(never)]
-fn exit(span: tracing::span::Entered<'_>) {
-    drop(span);
-}
+fn exit(_span: tracing::span::Entered<'_>) {}
 
 /// Counts a call its caller dropped before it returned, after `made` attempts, one of
 /// them still running if `in_flight`: in its statistics (registering them, for a call
