@@ -1,7 +1,8 @@
 //! A throwaway PostgreSQL server for the tests and the example: a cluster made with the
-//! system's `initdb` in a temporary directory, started with `pg_ctl` on a free port of
-//! 127.0.0.1 (its socket in that directory too), and stopped and deleted when the value
-//! is dropped, also when a test panics.
+//! system's `initdb` in a temporary directory (once per process, then copied for each
+//! server), started with `pg_ctl` on a free port of 127.0.0.1 (its socket in that
+//! directory too), and stopped and deleted when the value is dropped, also when a test
+//! panics.
 //!
 //! The binaries are found under `/usr/lib/postgresql/<version>/bin` (the newest
 //! version), where Debian's package `postgresql` puts them, off `PATH`; where they are
@@ -17,6 +18,7 @@ use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
 /// Where Debian's package `postgresql` puts the server's binaries, one folder per
@@ -34,7 +36,7 @@ pub struct Postgres {
 
 impl Postgres {
     /// Makes a cluster in a new temporary directory and starts it. Blocks for about a
-    /// second (`initdb`).
+    /// second the first time in a process (`initdb`), a fraction after (a copy).
     pub fn start() -> Self {
         Self::start_with(&[])
     }
@@ -42,40 +44,22 @@ impl Postgres {
     /// The same, with extra server settings (`("max_connections", "20")`).
     pub fn start_with(settings: &[(&str, &str)]) -> Self {
         let bin = binaries();
-        static NEXT: AtomicU32 = AtomicU32::new(0);
-        let root = std::env::temp_dir().join(format!(
-            "persevere-pg-{}-{}",
-            std::process::id(),
-            NEXT.fetch_add(1, Ordering::SeqCst)
-        ));
-        let _ = fs::remove_dir_all(&root);
-        fs::create_dir_all(&root).expect("a temporary directory for the cluster");
         let as_root = is_root();
         let mut server = Postgres {
             bin,
-            root,
+            root: new_directory(as_root),
             port: 0,
             as_root,
             running: false,
         };
-        if as_root {
-            server.check(
-                Command::new("chown")
-                    .arg("postgres:postgres")
-                    .arg(&server.root)
-                    .output(),
-                "chown the cluster's directory to the `postgres` user",
-            );
-        }
-        let data = server.data();
-        let initdb = server
-            .command("initdb")
-            .arg("-D")
-            .arg(&data)
-            .args(["-A", "trust", "-U", "postgres", "--no-sync", "-E", "UTF8"])
-            .arg("--locale=C")
+        // A copy of the process's template cluster: `initdb` once, not once per server.
+        let template = Template::acquire(&server);
+        let copy = Command::new("cp")
+            .arg("-a")
+            .arg(template.join("data"))
+            .arg(server.data())
             .output();
-        server.check(initdb, "initdb");
+        server.check(copy, "copy the template cluster");
         // Speed over durability: the cluster dies with the test.
         let mut conf = String::from(
             "fsync = off\nsynchronous_commit = off\nfull_page_writes = off\n\
@@ -85,7 +69,7 @@ impl Postgres {
         for (name, value) in settings {
             conf += &format!("{name} = {value}\n");
         }
-        let auto = data.join("postgresql.auto.conf");
+        let auto = server.data().join("postgresql.auto.conf");
         let mut existing = fs::read_to_string(&auto).unwrap_or_default();
         existing += &conf;
         fs::write(&auto, existing).expect("the cluster's settings");
@@ -227,6 +211,69 @@ impl Drop for Postgres {
                 .output();
         }
         let _ = fs::remove_dir_all(&self.root);
+        Template::release();
+    }
+}
+
+/// A new, empty temporary directory, the `postgres` user's when we are root.
+fn new_directory(as_root: bool) -> PathBuf {
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let root = std::env::temp_dir().join(format!(
+        "persevere-pg-{}-{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::SeqCst)
+    ));
+    let _ = fs::remove_dir_all(&root);
+    fs::create_dir_all(&root).expect("a temporary directory for the cluster");
+    if as_root {
+        let chown = Command::new("chown")
+            .arg("postgres:postgres")
+            .arg(&root)
+            .status();
+        assert!(
+            chown.is_ok_and(|s| s.success()),
+            "chown the cluster's directory to the `postgres` user"
+        );
+    }
+    root
+}
+
+/// The cluster `initdb` made for this process, which each server copies, and the
+/// servers alive: the last one dropped deletes it.
+static TEMPLATE: Mutex<(usize, Option<PathBuf>)> = Mutex::new((0, None));
+
+struct Template;
+
+impl Template {
+    /// The template's directory, made first if there is none; one more server alive.
+    fn acquire(server: &Postgres) -> PathBuf {
+        let mut template = TEMPLATE.lock().unwrap_or_else(PoisonError::into_inner);
+        template.0 += 1;
+        if let Some(root) = &template.1 {
+            return root.clone();
+        }
+        let root = new_directory(server.as_root);
+        let initdb = server
+            .command("initdb")
+            .arg("-D")
+            .arg(root.join("data"))
+            .args(["-A", "trust", "-U", "postgres", "--no-sync", "-E", "UTF8"])
+            .arg("--locale=C")
+            .output();
+        server.check(initdb, "initdb");
+        template.1 = Some(root.clone());
+        root
+    }
+
+    /// One server fewer; with none left, the template is deleted.
+    fn release() {
+        let mut template = TEMPLATE.lock().unwrap_or_else(PoisonError::into_inner);
+        template.0 -= 1;
+        if template.0 == 0 {
+            if let Some(root) = template.1.take() {
+                let _ = fs::remove_dir_all(root);
+            }
+        }
     }
 }
 
