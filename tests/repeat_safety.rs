@@ -736,7 +736,7 @@ async fn a_payment_whose_answer_is_late_is_sent_once() {
     assert_eq!((stats.requests, stats.attempts, stats.retries), (1, 1, 0));
     assert_eq!(
         persevere::GiveUp::MayHaveTakenEffect.to_string(),
-        "the attempt may have taken effect, and only an unsent one is safe to repeat"
+        "the attempt may have taken effect, and only one that provably did not is safe to repeat"
     );
 }
 

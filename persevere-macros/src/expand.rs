@@ -29,7 +29,7 @@ use crate::valid;
 /// it expands it (see `idempotent.rs`): the function is then marked safe to repeat, and
 /// the path is used in the generated function so that its import stays used.
 pub fn retry(args: TokenStream, written: TokenStream, written_above: Option<&Path>) -> TokenStream {
-    let LightFn { item, body } = match LightFn::split(written.clone()) {
+    let LightFn { mut item, body } = match LightFn::split(written.clone()) {
         Ok(function) => function,
         Err(e) => {
             let e = syn::Error::new(
@@ -40,6 +40,7 @@ pub fn retry(args: TokenStream, written: TokenStream, written_above: Option<&Pat
         }
     };
     let (args, mut errors) = args::parse(args);
+    let savepoints = func::take_savepoints(&mut item, &mut errors);
     // A second `#[retry]` below this one would wrap the function this one generates. It
     // is reported alone, and the function is emitted without either, so that the second
     // one does not report again what this one would.
@@ -61,23 +62,25 @@ pub fn retry(args: TokenStream, written: TokenStream, written_above: Option<&Pat
         None => quote!(::persevere::__private),
     };
     valid::function(&args, &item, written_above.is_some(), &mut errors);
-    let plan = func::analyse(&item, &private);
+    let plan = func::analyse(&item, &private, &savepoints);
     let key_check = plan
         .as_ref()
         .and_then(|plan| valid::key(&args, plan, &private, &mut errors));
+    let checks = match &plan {
+        Some(plan) => {
+            let mut checks = key_check.unwrap_or_default();
+            checks.extend(plan.outside_transaction.clone());
+            checks
+        }
+        None => TokenStream::new(),
+    };
     match (errors, plan) {
-        (None, Some(plan)) => generate(
-            &args,
-            &private,
-            plan,
-            body,
-            key_check.unwrap_or_default(),
-            written_above,
-        ),
+        (None, Some(plan)) => generate(&args, &private, plan, body, checks, written_above),
         (Some(errors), _) if written_above.is_some() => {
             with_item(errors, as_written(item, &body, written_above))
         }
-        (Some(errors), _) => with_item(errors, written),
+        // Without `#[savepoint]`, which the compiler does not know.
+        (Some(errors), _) => with_item(errors, as_written(item, &body, None)),
         (None, None) => unreachable!("valid reports a function without a return type"),
     }
 }
@@ -105,7 +108,9 @@ pub fn as_written(item: ItemFn, body: &Group, written_above: Option<&Path>) -> T
 //
 // Both give the function a `Site` static, its policy as written: `budget = NAME` adds
 // `.with_budget(&NAME)` to the policy and makes the site with `false` for `true` (no
-// budget of its own); `key = k` adds `idempotency_key(&k);` at the top. The other keys
+// budget of its own); `key = k` adds `idempotency_key(&k);` at the top, and each
+// parameter not marked `#[savepoint]` a check that it is not an open transaction
+// (`outside_transaction`, at the parameter). The other keys
 // fill `Handling`'s hooks, which the driver calls: `breaker = NAME` gives
 // `circuit_open::<R>` (located at `NAME`, where a missing conversion is reported),
 // `attempt_timeout` gives `timed_out::<R>`, `before_wait = hook` gives `hook`. Internal
@@ -115,10 +120,10 @@ fn generate(
     private: &TokenStream,
     plan: RetryFn,
     body: Group,
-    key_check: TokenStream,
+    checks: TokenStream,
     written_above: Option<&Path>,
 ) -> TokenStream {
-    let parts = Parts::new(args, private, plan, &body, key_check, written_above);
+    let parts = Parts::new(args, private, plan, &body, checks, written_above);
     if parts.sig.asyncness.is_some() && !parts.exclusive {
         future::expand(args, private, parts)
     } else {

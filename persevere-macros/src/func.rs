@@ -6,7 +6,7 @@ use quote::{format_ident, quote, quote_spanned};
 use syn::spanned::Spanned;
 use syn::{FnArg, Ident, ItemFn, Pat, PatIdent, ReturnType, Type};
 
-use crate::diag::locate;
+use crate::diag::{locate, push};
 
 /// A function `#[retry]` can wrap, with the per-attempt rebinding of its arguments.
 pub struct RetryFn {
@@ -19,6 +19,9 @@ pub struct RetryFn {
     pub rebinds: Vec<TokenStream>,
     /// The parameters bound to a plain name, with their types, for `key = name`.
     pub named: Vec<(Ident, Type)>,
+    /// A check of each parameter not marked `#[savepoint]` that it is not an open
+    /// transaction, at the parameter.
+    pub outside_transaction: TokenStream,
     /// Whether the function takes an `&mut` (the receiver or a parameter): each attempt
     /// must then borrow it from the call, which only an attempt inside the function's
     /// own body can do.
@@ -26,8 +29,9 @@ pub struct RetryFn {
 }
 
 /// Plans the expansion of `item`: `None` if it has no return type (which `valid`
-/// reports). `private` is the runtime's `__private` module.
-pub fn analyse(item: &ItemFn, private: &TokenStream) -> Option<RetryFn> {
+/// reports). `private` is the runtime's `__private` module; `savepoints` says which
+/// parameters were marked `#[savepoint]` (see [`take_savepoints`]).
+pub fn analyse(item: &ItemFn, private: &TokenStream, savepoints: &[bool]) -> Option<RetryFn> {
     let mut item = item.clone();
     let sig = &mut item.sig;
     // A function without a return type is reported by `valid`.
@@ -38,11 +42,20 @@ pub fn analyse(item: &ItemFn, private: &TokenStream) -> Option<RetryFn> {
     let mut rebinds = Vec::new();
     let mut named = Vec::new();
     let mut exclusive = false;
+    let mut outside_transaction = TokenStream::new();
     for (index, input) in sig.inputs.iter_mut().enumerate() {
         match input {
             FnArg::Receiver(receiver) => {
                 exclusive |=
                     matches!(bare(&receiver.ty), Type::Reference(r) if r.mutability.is_some());
+                if !savepoints.get(index).copied().unwrap_or(false) {
+                    let this = &receiver.self_token;
+                    outside_transaction.extend(probe(
+                        quote!(TransactionProbe::of(&#this)),
+                        receiver.span(),
+                        private,
+                    ));
+                }
             }
             FnArg::Typed(arg) => {
                 // `fresh(&name)`, a copy of the argument for one attempt; the call is at
@@ -55,6 +68,17 @@ pub fn analyse(item: &ItemFn, private: &TokenStream) -> Option<RetryFn> {
                 let ty = (*arg.ty).clone();
                 exclusive |= matches!(bare(&ty), Type::Reference(r) if r.mutability.is_some());
                 let simple = simple_name(&arg.pat);
+                if !savepoints.get(index).copied().unwrap_or(false) {
+                    let made = match &simple {
+                        Some(ident) => Some(quote!(TransactionProbe::of(&#ident))),
+                        None if !names_impl(&ty) => Some(quote!(TransactionProbe::<#ty>::new())),
+                        // `impl Trait` cannot be named in a body: not probed.
+                        None => None,
+                    };
+                    if let Some(made) = made {
+                        outside_transaction.extend(probe(made, span, private));
+                    }
+                }
                 if let Some(ident) = &simple {
                     named.push((ident.clone(), ty.clone()));
                 }
@@ -103,8 +127,68 @@ pub fn analyse(item: &ItemFn, private: &TokenStream) -> Option<RetryFn> {
         output: output?,
         rebinds,
         named,
+        outside_transaction,
         exclusive,
     })
+}
+
+/// Takes `#[savepoint]` off the parameters of `item`, which the compiler would not know,
+/// and says which parameters had it: their body rolls back to a savepoint of its own
+/// before each attempt, so they may be open transactions. A `#[savepoint]` with
+/// arguments is reported.
+pub fn take_savepoints(item: &mut ItemFn, errors: &mut Option<syn::Error>) -> Vec<bool> {
+    let mut marked = Vec::new();
+    for input in &mut item.sig.inputs {
+        let attrs = match input {
+            FnArg::Receiver(receiver) => &mut receiver.attrs,
+            FnArg::Typed(arg) => &mut arg.attrs,
+        };
+        let mut found = false;
+        attrs.retain(|attr| {
+            if !attr.path().is_ident("savepoint") {
+                return true;
+            }
+            if let Err(e) = attr.meta.require_path_only() {
+                push(
+                    errors,
+                    syn::Error::new(
+                        e.span(),
+                        "`#[savepoint]` takes no arguments: it marks a transaction parameter whose body rolls back to a savepoint before each attempt",
+                    ),
+                );
+            }
+            found = true;
+            false
+        });
+        marked.push(found);
+    }
+    marked
+}
+
+/// The check that the parameter at `span`, whose probe `made` makes, is not an open
+/// transaction: reported at the parameter.
+fn probe(made: TokenStream, span: Span, private: &TokenStream) -> TokenStream {
+    let private = locate(private.clone(), span);
+    quote_spanned! {span=>
+        {
+            // Both are asked; an error elsewhere in the function can leave them unread.
+            #[allow(unused_imports)]
+            use #private::{ProbeOther as _, ProbeTransaction as _};
+            #private::outside_transaction((&#private::#made).probe());
+        }
+    }
+}
+
+/// Whether `ty` names an `impl Trait`, which a body cannot name.
+fn names_impl(ty: &Type) -> bool {
+    fn any_impl(tokens: TokenStream) -> bool {
+        tokens.into_iter().any(|token| match token {
+            proc_macro2::TokenTree::Ident(ident) => ident == "impl",
+            proc_macro2::TokenTree::Group(group) => any_impl(group.stream()),
+            _ => false,
+        })
+    }
+    any_impl(quote!(#ty))
 }
 
 /// `ty` without the parentheses and the invisible group around it: a type passed

@@ -39,6 +39,7 @@ pub fn idempotent(args: TokenStream, item: TokenStream) -> TokenStream {
         transient,
         permanent,
         unsent,
+        not_applied,
         uncertain,
         classify,
         timed_out,

@@ -39,9 +39,10 @@ pub fn function(args: &Args, item: &ItemFn, marked_above: bool, errors: &mut Opt
 /// `#[retry]` repeats the call, so the call must be safe to repeat.
 /// Only what the user writes marks it: `#[idempotent]` (above `#[retry]`, which
 /// `marked_above` says, or below it, among the function's attributes), `key = ...` or
-/// `on = unsent`.
+/// `on = unsent` or `on = not_applied`.
 fn idempotent(args: &Args, item: &ItemFn, marked_above: bool, errors: &mut Option<syn::Error>) {
-    let marked = safe_to_repeat(args, item, marked_above) || matches!(args.on, Some(On::Unsent(_)));
+    let marked =
+        safe_to_repeat(args, item, marked_above) || On::without_effect(args.on.as_ref()).is_some();
     if !marked {
         push(
             errors,
@@ -51,7 +52,7 @@ fn idempotent(args: &Args, item: &ItemFn, marked_above: bool, errors: &mut Optio
                     "`{}` is retried but not marked safe to repeat: a retry may run a write that already took effect (a payment, an insert) a second time\n\
                      = help: if running it twice is harmless, add `#[idempotent]` to the function\n\
                      = help: if it is a write, take a `key: persevere::IdempotencyKey` parameter, send it with the request, and write `#[retry(key = key, ...)]`\n\
-                     = help: to retry only failures where the request never left (connection refused), write `#[retry(on = unsent, ...)]`",
+                     = help: to retry only failures where the request never left (connection refused), write `#[retry(on = unsent, ...)]`; to retry also a database transaction the server rolled back in full (a serialization failure, a deadlock), `#[retry(on = not_applied, ...)]`",
                     item.sig.ident
                 ),
             ),
@@ -65,35 +66,44 @@ fn safe_to_repeat(args: &Args, item: &ItemFn, marked_above: bool) -> bool {
     marked_above || args.key.is_some() || item.attrs.iter().any(|attr| is_attr(attr, "idempotent"))
 }
 
-/// `on = unsent` retries only the function's own unsent failures (the runtime's
-/// `Repeat::OnlyUnsent`): a key that concerns only failures it never retries would do
-/// nothing, and is refused at its name, saying why. `safe`: the function is marked safe
-/// to repeat besides (`#[idempotent]` or a key).
+/// `on = unsent` and `on = not_applied` retry only the function's own failures without
+/// effect (the runtime's `Repeat::OnlyUnsent` and `Repeat::OnlyNotApplied`): a key that
+/// concerns only failures they never retry would do nothing, and is refused at its name,
+/// saying why. `safe`: the function is marked safe to repeat besides (`#[idempotent]` or
+/// a key).
 fn unsent(args: &Args, safe: bool, errors: &mut Option<syn::Error>) {
-    if !matches!(args.on, Some(On::Unsent(_))) {
+    let Some(on) = On::without_effect(args.on.as_ref()) else {
         return;
-    }
+    };
     let idle = [
         (
             "uncertain_attempts",
             args.uncertain_attempts.is_some(),
-            "`uncertain_attempts` limits the retries of failures of uncertain class (an HTTP 500, a connection lost mid-request), and `on = unsent` never retries those: the request may have taken effect",
+            format!(
+                "`uncertain_attempts` limits the retries of failures of uncertain class (an HTTP 500, a connection lost mid-request), and `on = {on}` never retries those: the request may have taken effect"
+            ),
         ),
         (
             "max_retry_after",
             args.max_retry_after.is_some(),
-            "`max_retry_after` limits the waits a server asks for (`Retry-After`), and `on = unsent` never retries a failure that carries one: the server received the request",
+            format!(
+                "`max_retry_after` limits the waits a server asks for (`Retry-After`), and `on = {on}` never retries a failure that carries one: the server received the request"
+            ),
         ),
         (
             "layers",
             args.layers == Some(Layers::Every),
-            "`layers = \"every\"` retries failures that came out of nested `#[retry]` calls, and `on = unsent` never retries those: the nested call's attempts may have taken effect",
+            format!(
+                "`layers = \"every\"` retries failures that came out of nested `#[retry]` calls, and `on = {on}` never retries those: the nested call's attempts may have taken effect"
+            ),
         ),
     ];
     let fix = if safe {
-        "or drop `on = unsent`, since the function is marked safe to repeat already"
+        format!("or drop `on = {on}`, since the function is marked safe to repeat already")
     } else {
-        "or, if the function is safe to repeat, mark it `#[idempotent]` (or give it a `key = ...`) and drop `on = unsent`"
+        format!(
+            "or, if the function is safe to repeat, mark it `#[idempotent]` (or give it a `key = ...`) and drop `on = {on}`"
+        )
     };
     for (key, given, why) in idle {
         if let (true, Some(span)) = (given, args.span_of(key)) {
@@ -126,10 +136,16 @@ fn hedge(args: &Args, item: &ItemFn, marked_above: bool, errors: &mut Option<syn
         hedge_delay(args, delay, hedge.span, errors);
     }
     if !safe_to_repeat(args, item, marked_above) {
-        let unsent = if matches!(args.on, Some(On::Unsent(_))) {
-            "; `on = unsent` is not enough: a hedge is sent before the first request is known to have failed, let alone never to have left"
-        } else {
-            ""
+        let unsent = match On::without_effect(args.on.as_ref()) {
+            Some(on) => format!(
+                "; `on = {on}` is not enough: a hedge is sent before the first request is known to have failed, let alone {}",
+                if on == "unsent" {
+                    "never to have left"
+                } else {
+                    "to have taken no effect"
+                }
+            ),
+            None => String::new(),
         };
         push(
             errors,

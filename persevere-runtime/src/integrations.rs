@@ -19,3 +19,4 @@ mod sqlstate;
 pub mod tonic;
 #[cfg(feature = "tower")]
 pub mod tower;
+pub(crate) mod transaction;

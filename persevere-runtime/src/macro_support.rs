@@ -22,6 +22,7 @@ pub use crate::fleet::budget::RetryBudget;
 pub use crate::fleet::stats::RetryStats;
 pub use crate::hedge::hedged::hedged;
 pub use crate::hedge::spec::Hedge;
+pub use crate::integrations::transaction::OpenTransaction;
 pub use crate::key::IdempotencyKey;
 pub use crate::schedule::hook::BeforeWait;
 pub use crate::schedule::policy::{Jitter, Layers, Policy, Repeat};
@@ -188,6 +189,71 @@ impl KeyParam for &IdempotencyKey {}
 /// Checks that `key` is an idempotency key.
 #[inline]
 pub fn idempotency_key<K: KeyParam>(_key: &K) {}
+
+/// Probes the type `T` of a retried function's parameter for an open transaction, by
+/// autoref: `(&TransactionProbe::of(&param)).probe()` resolves to
+/// [`ProbeTransaction::probe`] where `T` is an [`OpenTransaction`], and to
+/// [`ProbeOther::probe`] otherwise (a generic parameter among them: its type is not
+/// known to be a transaction).
+pub struct TransactionProbe<T: ?Sized>(PhantomData<fn(&T)>);
+
+impl<T: ?Sized> TransactionProbe<T> {
+    /// The probe of `value`'s type.
+    pub const fn of(_value: &T) -> Self {
+        Self(PhantomData)
+    }
+
+    /// The probe of the type `T`, for a parameter bound by a pattern.
+    #[allow(clippy::new_without_default)]
+    pub const fn new() -> Self {
+        Self(PhantomData)
+    }
+}
+
+/// What the probe of an open transaction finds.
+pub struct InTransaction;
+
+/// What the probe of any other type finds.
+pub struct NoTransaction;
+
+/// The probe of an open transaction.
+pub trait ProbeTransaction {
+    /// An open transaction.
+    fn probe(&self) -> InTransaction;
+}
+
+impl<T: OpenTransaction + ?Sized> ProbeTransaction for TransactionProbe<T> {
+    fn probe(&self) -> InTransaction {
+        InTransaction
+    }
+}
+
+/// The probe of any other type.
+pub trait ProbeOther {
+    /// Not an open transaction.
+    fn probe(&self) -> NoTransaction;
+}
+
+impl<T: ?Sized> ProbeOther for &TransactionProbe<T> {
+    fn probe(&self) -> NoTransaction {
+        NoTransaction
+    }
+}
+
+/// What a retried function's parameter must be: not an open transaction.
+#[diagnostic::on_unimplemented(
+    message = "`#[retry]` retries a statement inside an open transaction, which fails once the transaction is aborted",
+    label = "this parameter is an open database transaction (`persevere::OpenTransaction`)",
+    note = "a statement that fails inside a transaction aborts it, so running it again fails too (PostgreSQL answers 25P02); put `#[retry]` on the function that begins and commits the transaction, so each attempt runs it whole",
+    note = "if the body rolls back to a savepoint of its own before each attempt (CockroachDB's retry protocol), mark the parameter `#[savepoint]`"
+)]
+pub trait OutsideTransaction {}
+
+impl OutsideTransaction for NoTransaction {}
+
+/// Checks that a parameter is not an open transaction.
+#[inline]
+pub fn outside_transaction<P: OutsideTransaction>(_probe: P) {}
 
 /// An error type that can say "this attempt was cut short".
 #[diagnostic::on_unimplemented(

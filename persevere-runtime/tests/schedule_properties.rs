@@ -112,6 +112,7 @@ fn class() -> impl Strategy<Value = Class> {
     prop_oneof![
         4 => Just(Class::Transient),
         2 => Just(Class::Unsent),
+        1 => Just(Class::NotApplied),
         3 => duration_up_to(70_000).prop_map(Class::RetryAfter),
         1 => Just(Class::Permanent),
     ]
@@ -332,7 +333,7 @@ proptest! {
                     prop_assert_eq!(decision, Decision::GiveUp(GiveUp::AttemptsExhausted), "{}", context);
                     break;
                 }
-                Class::Transient | Class::Unsent => {
+                Class::Transient | Class::Unsent | Class::NotApplied => {
                     schedule = next_schedule;
                     if scheduled < remaining {
                         prop_assert_eq!(decision, Decision::Retry(scheduled), "{}", context);

@@ -62,6 +62,7 @@ const RUNTIME: &[&str] = &[
     "integrations::rusqlite",
     "integrations::tower",
     "integrations::tonic",
+    "integrations::transaction",
     "integrations::error_chain",
     // What generated code calls.
     "macro_support",

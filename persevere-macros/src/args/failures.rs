@@ -1,5 +1,5 @@
 //! The grammar of the keys that say which failures the function retries: `on` (by the
-//! error's class, only unsent ones, or by a predicate) and `layers` (whether failures a
+//! error's class, only unsent ones, only ones without effect, or by a predicate) and `layers` (whether failures a
 //! nested `#[retry]` call already retried count too).
 
 use syn::parse::ParseStream;
@@ -11,9 +11,10 @@ use crate::args::parsed::{Layers, On};
 mod kw {
     syn::custom_keyword!(transient);
     syn::custom_keyword!(unsent);
+    syn::custom_keyword!(not_applied);
 }
 
-/// `on = transient`, `on = unsent`, or `on = path::to::predicate`.
+/// `on = transient`, `on = unsent`, `on = not_applied`, or `on = path::to::predicate`.
 pub fn on(input: ParseStream) -> syn::Result<On> {
     if input.peek(kw::transient) && !input.peek2(Token![::]) {
         return Ok(On::Transient(input.parse::<kw::transient>()?.span));
@@ -21,10 +22,13 @@ pub fn on(input: ParseStream) -> syn::Result<On> {
     if input.peek(kw::unsent) && !input.peek2(Token![::]) {
         return Ok(On::Unsent(input.parse::<kw::unsent>()?.span));
     }
+    if input.peek(kw::not_applied) && !input.peek2(Token![::]) {
+        return Ok(On::NotApplied(input.parse::<kw::not_applied>()?.span));
+    }
     let path: Path = input.parse().map_err(|e| {
         syn::Error::new(
             e.span(),
-            "expected `on = transient`, `on = unsent`, or the path of a function `fn(&E) -> bool`",
+            "expected `on = transient`, `on = unsent`, `on = not_applied`, or the path of a function `fn(&E) -> bool`",
         )
     })?;
     Ok(On::Predicate(path))

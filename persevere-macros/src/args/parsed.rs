@@ -36,8 +36,24 @@ pub enum On {
     Transient(Span),
     /// Only failures that prove the request never left.
     Unsent(Span),
+    /// Only failures that prove the operation took no effect: never sent, or undone in
+    /// full (a transaction rolled back).
+    NotApplied(Span),
     /// A user function `fn(&E) -> bool`.
     Predicate(Path),
+}
+
+impl On {
+    /// The keyword of a filter that retries only failures without effect (`unsent` or
+    /// `not_applied`), which a function not marked safe to repeat may use; `None` for
+    /// the others.
+    pub fn without_effect(on: Option<&On>) -> Option<&'static str> {
+        match on {
+            Some(On::Unsent(_)) => Some("unsent"),
+            Some(On::NotApplied(_)) => Some("not_applied"),
+            _ => None,
+        }
+    }
 }
 
 /// When a slow attempt is hedged: after a delay, or after a percentile of the function's

@@ -84,6 +84,7 @@ fn fixed(class: Class, span: Span, krate: &TokenStream) -> TokenStream {
         Class::Transient => quote_spanned!(span=> #krate::Class::Transient),
         Class::Permanent => quote_spanned!(span=> #krate::Class::Permanent),
         Class::Unsent => quote_spanned!(span=> #krate::Class::Unsent),
+        Class::NotApplied => quote_spanned!(span=> #krate::Class::NotApplied),
         Class::Uncertain => quote_spanned!(span=> #krate::Class::Uncertain),
     }
 }

@@ -8,7 +8,7 @@ use syn::{Attribute, Field, Fields, Ident};
 
 use crate::diag::push;
 
-const CLASSES: &str = "#[transient], #[permanent], #[unsent], #[uncertain], #[classify] (to ask its single field's own `Classify` impl), or #[timed_out] (for the `persevere::AttemptTimedOut` of an attempt cut short)";
+const CLASSES: &str = "#[transient], #[permanent], #[unsent], #[not_applied], #[uncertain], #[classify] (to ask its single field's own `Classify` impl), or #[timed_out] (for the `persevere::AttemptTimedOut` of an attempt cut short)";
 
 /// A class of its own, named as the runtime's `Class` variant of the same name.
 #[derive(Clone, Copy)]
@@ -16,12 +16,13 @@ pub enum Class {
     Transient,
     Permanent,
     Unsent,
+    NotApplied,
     Uncertain,
 }
 
 /// The class a variant (or a struct) is marked with.
 pub enum Marked {
-    /// `#[transient]`, `#[permanent]`, `#[unsent]` or `#[uncertain]`.
+    /// `#[transient]`, `#[permanent]`, `#[unsent]`, `#[not_applied]` or `#[uncertain]`.
     Class(Class),
     /// `#[classify]`: its single field's own `Classify` impl says.
     Delegate,
@@ -68,6 +69,8 @@ pub fn class_of(
             Marked::Class(Class::Permanent)
         } else if attr.path().is_ident("unsent") {
             Marked::Class(Class::Unsent)
+        } else if attr.path().is_ident("not_applied") {
+            Marked::Class(Class::NotApplied)
         } else if attr.path().is_ident("uncertain") {
             Marked::Class(Class::Uncertain)
         } else if attr.path().is_ident("classify") {

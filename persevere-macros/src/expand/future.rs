@@ -49,7 +49,7 @@ pub fn expand(args: &Args, private: &TokenStream, parts: Parts) -> TokenStream {
         site,
         site_static,
         marks,
-        key_check,
+        checks,
         handling,
         inner,
         stmts,
@@ -102,7 +102,7 @@ pub fn expand(args: &Args, private: &TokenStream, parts: Parts) -> TokenStream {
             #site_static
             #hedge_static
             #marks
-            #key_check
+            #checks
             #retrying #arguments
         }
     }

@@ -68,13 +68,16 @@ pub fn handling(args: &Args, output: &Type, is_async: bool, private: &TokenStrea
 
 /// The classifier for `on = ...`, located where a missing impl should be reported: at
 /// the `on` value, or at the return type. A function `decide` takes as a pointer: the
-/// runtime's own for `transient` and `unsent` (one copy per error type in the build,
-/// not one per function; for `unsent`, the policy repeats only unsent attempts), a
+/// runtime's own for `transient`, `unsent` and `not_applied` (one copy per error type in
+/// the build, not one per function; for the last two, the policy repeats only attempts
+/// without effect), a
 /// closure around a predicate.
 fn classifier(args: &Args, output: &Type, private: &TokenStream) -> TokenStream {
     let (classifier, span) = match &args.on {
         None => (quote!(#private::by_classify), output.span()),
-        Some(On::Transient(span) | On::Unsent(span)) => (quote!(#private::by_classify), *span),
+        Some(On::Transient(span) | On::Unsent(span) | On::NotApplied(span)) => {
+            (quote!(#private::by_classify), *span)
+        }
         Some(On::Predicate(path)) => {
             // Hygienic, so that a predicate the user named `error` is theirs, not this.
             // Typed, so that a predicate of the wrong type is reported against the

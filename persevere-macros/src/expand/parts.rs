@@ -36,8 +36,9 @@ pub struct Parts {
     /// A `use` of each mark's path (`#[idempotent]`, an expanded `#[retry]`), so that its
     /// import stays used.
     pub marks: TokenStream,
-    /// `idempotency_key(&key);` for `key = ...`, or nothing.
-    pub key_check: TokenStream,
+    /// The checks of the arguments, before the call: `idempotency_key(&key);` for `key =
+    /// ...`, and each parameter's check that it is not an open transaction.
+    pub checks: TokenStream,
     /// The `Handling` the driver is given.
     pub handling: TokenStream,
     /// The body's inner attributes, for the top of the generated function.
@@ -59,7 +60,7 @@ impl Parts {
         private: &TokenStream,
         plan: RetryFn,
         body: &proc_macro2::Group,
-        key_check: TokenStream,
+        checks: TokenStream,
         written_above: Option<&Path>,
     ) -> Self {
         let site = hidden("__PERSEVERE_SITE");
@@ -107,7 +108,7 @@ impl Parts {
             site,
             site_static,
             marks,
-            key_check,
+            checks,
             handling,
             inner,
             stmts,

@@ -86,8 +86,12 @@ fn policy(args: &Args, private: &TokenStream) -> TokenStream {
     if let Some(n) = args.uncertain_attempts {
         policy.extend(quote!(.with_uncertain_attempts(#n)));
     }
-    if let Some(On::Unsent(_)) = args.on {
-        policy.extend(quote!(.with_repeat(#private::Repeat::OnlyUnsent)));
+    match args.on {
+        Some(On::Unsent(_)) => policy.extend(quote!(.with_repeat(#private::Repeat::OnlyUnsent))),
+        Some(On::NotApplied(_)) => {
+            policy.extend(quote!(.with_repeat(#private::Repeat::OnlyNotApplied)));
+        }
+        _ => {}
     }
     if let Some(layers) = args.layers {
         let nesting = match layers {

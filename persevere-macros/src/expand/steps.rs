@@ -46,7 +46,7 @@ pub fn expand(private: &TokenStream, parts: Parts) -> TokenStream {
         site,
         site_static,
         marks,
-        key_check,
+        checks,
         handling,
         inner,
         stmts,
@@ -84,7 +84,7 @@ pub fn expand(private: &TokenStream, parts: Parts) -> TokenStream {
             #inner
             #site_static
             #marks
-            #key_check
+            #checks
             // Its error type is inferred from the attempts given to `step`, which the
             // driver requires to return an `Outcome`: reported there, once, if not.
             let #handling_var = #handling;

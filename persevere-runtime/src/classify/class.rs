@@ -36,6 +36,11 @@ pub enum Class {
     /// so repeating it is safe for any operation, idempotent or not. Retried like
     /// [`Class::Transient`].
     Unsent,
+    /// The request arrived and the other side undid it in full before answering: a
+    /// database transaction rolled back on a serialization failure or a deadlock. Like
+    /// [`Class::Unsent`], it provably took no effect, so repeating it is safe for any
+    /// operation (`on = not_applied` retries both); retried like [`Class::Transient`].
+    NotApplied,
     /// The server said when to come back (`Retry-After`). The call is retried after this
     /// long, with jitter, if that fits the policy's `max_retry_after` and the deadline;
     /// otherwise it returns at once.

@@ -23,8 +23,9 @@ pub enum GiveUp {
     RetriedInside,
     /// The attempt may have taken effect, and the function repeats only attempts that
     /// provably did not ([`Repeat::OnlyUnsent`](crate::Repeat::OnlyUnsent), `on =
-    /// unsent`): its failure was not of class `Unsent`, it was cut at its time limit, or
-    /// it came out of a nested retried call.
+    /// unsent`, or [`Repeat::OnlyNotApplied`](crate::Repeat::OnlyNotApplied), `on =
+    /// not_applied`): its failure was not of a class the policy admits, it was cut at
+    /// its time limit, or it came out of a nested retried call.
     MayHaveTakenEffect,
     /// The circuit breaker was open when the call began: no attempt was made, and the
     /// call returned [`crate::CircuitOpen`].
@@ -46,7 +47,7 @@ impl fmt::Display for GiveUp {
             GiveUp::BudgetExhausted => "the retry budget is spent",
             GiveUp::RetriedInside => "a nested retrying call already retried the failure",
             GiveUp::MayHaveTakenEffect => {
-                "the attempt may have taken effect, and only an unsent one is safe to repeat"
+                "the attempt may have taken effect, and only one that provably did not is safe to repeat"
             }
             GiveUp::CircuitOpen => "the circuit breaker is open",
             GiveUp::BreakerOpened => "the circuit breaker opened",

@@ -23,7 +23,7 @@ use crate::fleet::stats::RetryStats;
 use crate::layer::frame::AttemptLimitScope;
 use crate::layer::frame::{self, AttemptNumber, Entered, Frame};
 use crate::rng::with_thread_rng;
-use crate::schedule::policy::{Layers, Policy, Repeat};
+use crate::schedule::policy::{Layers, Policy};
 use crate::schedule::state::{Decision, RetryState};
 use crate::time::clock::{Clock, CompactInstant, TokioClock};
 
@@ -248,7 +248,7 @@ impl<'p, C: Clock> Call<'p, C> {
         }
         let decision = if retried_inside && policy.layers() == Layers::Innermost {
             Decision::GiveUp(GiveUp::RetriedInside)
-        } else if retried_inside && policy.repeat() == Repeat::OnlyUnsent {
+        } else if retried_inside && policy.repeat().only_without_effect() {
             // The nested call made attempts of its own, any of which may have taken
             // effect, whatever the class of the one it returned.
             Decision::GiveUp(GiveUp::MayHaveTakenEffect)

@@ -137,8 +137,8 @@ pub struct FailureCounts {
     pub circuit_open: u64,
     /// The circuit breaker opened during the call, which returned its last failure.
     pub breaker_opened: u64,
-    /// The last attempt may have taken effect, and the function repeats only unsent
-    /// attempts (`on = unsent`).
+    /// The last attempt may have taken effect, and the function repeats only attempts
+    /// that provably did not (`on = unsent`, `on = not_applied`).
     pub may_have_taken_effect: u64,
 }
 

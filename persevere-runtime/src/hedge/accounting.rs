@@ -6,7 +6,7 @@ use crate::classify::class::Class;
 use crate::driver::telemetry;
 use crate::fleet::batch;
 use crate::fleet::breaker::{BreakerState, Permit};
-use crate::schedule::policy::{Policy, Repeat};
+use crate::schedule::policy::Policy;
 use crate::time::clock::{Clock, CompactInstant, TokioClock};
 
 /// Whether a failure of class `class` ends the attempt, with `others` of its futures
@@ -35,7 +35,7 @@ pub(crate) fn failure_ends(policy: &Policy, class: Class, others: usize) -> bool
 /// an open breaker whose time is up would move it to half-open), and the budget pays
 /// for it.
 pub(crate) fn admit_copy(policy: &Policy) -> bool {
-    if policy.repeat() == Repeat::OnlyUnsent {
+    if policy.repeat().only_without_effect() {
         return false;
     }
     let now = TokioClock::now();

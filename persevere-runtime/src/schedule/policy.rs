@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use crate::classify::class::Class;
 use crate::fleet::breaker::CircuitBreaker;
 use crate::fleet::budget::RetryBudget;
 use crate::fleet::stats::RetryStats;
@@ -93,6 +94,31 @@ pub enum Repeat {
     /// made attempts of its own), whatever [`Layers`] says. A policy like this sends no
     /// hedged copies. What `#[retry(on = unsent)]` sets.
     OnlyUnsent,
+    /// Only an attempt that provably did not take effect, because it was never sent
+    /// ([`Class::Unsent`](crate::Class::Unsent)) or because the other side undid it in
+    /// full ([`Class::NotApplied`](crate::Class::NotApplied): a transaction rolled back
+    /// on a serialization failure). Everything else is returned as under
+    /// [`Repeat::OnlyUnsent`]. What `#[retry(on = not_applied)]` sets.
+    OnlyNotApplied,
+}
+
+impl Repeat {
+    /// Whether a failed attempt of class `class`, failed on its own (not cut at its time
+    /// limit, not out of a nested retried call), may be made again.
+    pub const fn admits(self, class: Class) -> bool {
+        match self {
+            Repeat::Any => true,
+            Repeat::OnlyUnsent => matches!(class, Class::Unsent),
+            Repeat::OnlyNotApplied => matches!(class, Class::Unsent | Class::NotApplied),
+        }
+    }
+
+    /// Whether only attempts that provably took no effect are made again (then no
+    /// failure out of a nested retried call, no attempt cut at its limit, and no hedged
+    /// copy).
+    pub const fn only_without_effect(self) -> bool {
+        !matches!(self, Repeat::Any)
+    }
 }
 
 /// A retry policy: everything `#[retry]` needs to know about one function.
@@ -424,6 +450,32 @@ impl Default for Policy {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    // Can fail: a policy admitting a class it must not, or one that repeats only
+    // failures without effect reported as repeating any.
+    #[test]
+    fn each_repeat_admits_its_classes() {
+        use Class::*;
+        let all = [
+            Permanent,
+            Transient,
+            Uncertain,
+            Unsent,
+            NotApplied,
+            RetryAfter(Duration::ZERO),
+        ];
+        let admitted = |repeat: Repeat| {
+            all.into_iter()
+                .filter(|c| repeat.admits(*c))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(admitted(Repeat::Any), all);
+        assert_eq!(admitted(Repeat::OnlyUnsent), [Unsent]);
+        assert_eq!(admitted(Repeat::OnlyNotApplied), [Unsent, NotApplied]);
+        assert!(!Repeat::Any.only_without_effect());
+        assert!(Repeat::OnlyUnsent.only_without_effect());
+        assert!(Repeat::OnlyNotApplied.only_without_effect());
+    }
 
     #[test]
     fn defaults_match_the_design() {

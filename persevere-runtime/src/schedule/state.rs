@@ -13,7 +13,7 @@ use crate::classify::give_up::GiveUp;
 use crate::fleet::breaker::Permit;
 use crate::layer::frame::Frame;
 use crate::schedule::backoff::Backoff;
-use crate::schedule::policy::{Policy, Repeat};
+use crate::schedule::policy::Policy;
 use crate::time::clock::{CompactDeadline, CompactInstant};
 
 /// What to do after a failed attempt.
@@ -219,7 +219,7 @@ impl<'p> RetryState<'p> {
     /// whose clock has not started starts it at `now`.
     ///
     /// A retry is granted only if the failure is retryable (and, under
-    /// [`Repeat::OnlyUnsent`], unsent), the attempts are not exhausted, and the wait ends
+    /// [`Repeat::OnlyUnsent`] or [`Repeat::OnlyNotApplied`], one they admit), the attempts are not exhausted, and the wait ends
     /// strictly before the deadline: a call never sleeps into a deadline it cannot meet,
     /// it returns its last failure at once instead.
     pub fn on_failure<R: Rng + ?Sized>(
@@ -242,7 +242,7 @@ impl<'p> RetryState<'p> {
         if !class.is_retryable() {
             return Decision::GiveUp(GiveUp::Permanent);
         }
-        if self.policy.repeat() == Repeat::OnlyUnsent && class != Class::Unsent {
+        if !self.policy.repeat().admits(class) {
             return Decision::GiveUp(GiveUp::MayHaveTakenEffect);
         }
         if class == Class::Uncertain {
@@ -301,7 +301,7 @@ fn server_wait<R: Rng + ?Sized>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::schedule::policy::Jitter;
+    use crate::schedule::policy::{Jitter, Repeat};
     use rand::{SeedableRng, rngs::SmallRng};
 
     fn ms(n: u64) -> Duration {
@@ -528,6 +528,55 @@ mod tests {
                 "{class:?}"
             );
             assert_eq!(s.attempts(), 1);
+        }
+    }
+
+    // `on = not_applied` retries what provably took no effect, never sent or rolled
+    // back in full, and nothing else; `on = unsent` does not count a rollback as unsent.
+    // Can fail: either kind of proof missing from a policy, or one policy taking the
+    // other's.
+    #[test]
+    fn only_failures_without_effect_are_repeated_under_only_not_applied() {
+        let now = Instant::now();
+        let mut rng = SmallRng::seed_from_u64(0);
+        let cases = [
+            (Repeat::OnlyNotApplied, Class::Unsent, None),
+            (Repeat::OnlyNotApplied, Class::NotApplied, None),
+            (
+                Repeat::OnlyNotApplied,
+                Class::Transient,
+                Some(GiveUp::MayHaveTakenEffect),
+            ),
+            (
+                Repeat::OnlyNotApplied,
+                Class::Uncertain,
+                Some(GiveUp::MayHaveTakenEffect),
+            ),
+            (
+                Repeat::OnlyNotApplied,
+                Class::Permanent,
+                Some(GiveUp::Permanent),
+            ),
+            (
+                Repeat::OnlyUnsent,
+                Class::NotApplied,
+                Some(GiveUp::MayHaveTakenEffect),
+            ),
+            (Repeat::Any, Class::NotApplied, None),
+        ];
+        for (repeat, class, gave_up) in cases {
+            let p = Policy::new().with_repeat(repeat);
+            let mut s = RetryState::new(&p, now);
+            let decision = s.on_failure(class, now, &mut rng);
+            match gave_up {
+                None => assert!(
+                    matches!(decision, Decision::Retry(_)),
+                    "{repeat:?} {class:?}"
+                ),
+                Some(reason) => {
+                    assert_eq!(decision, Decision::GiveUp(reason), "{repeat:?} {class:?}")
+                }
+            }
         }
     }
 
