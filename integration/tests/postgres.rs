@@ -192,12 +192,11 @@ async fn a_thousand_serializable_transfers_all_commit_once() {
 
     let stats = persevere::stats::get("transfer").unwrap();
     let failures = seen.all();
-    println!("{} {:?}", failures.len(), seen.by_code());
     assert_eq!(seen.attempts() as usize, TRANSFERS + failures.len());
     assert_eq!(stats.retries, failures.len() as u64);
     for (code, class) in &failures {
         assert!(code == "40001" || code == "40P01", "{code} retried");
-        assert_eq!(*class, Class::Transient); // TODO NotApplied
+        assert_eq!(*class, Class::NotApplied);
     }
     let budget = CONTENTION.snapshot(Instant::now());
     assert_eq!(budget.retries, stats.retries);
@@ -275,7 +274,7 @@ async fn a_deadlock_retries_exactly_one_transaction() {
     failures.extend(other.all());
     assert_eq!(
         failures,
-        [("40P01".to_owned(), Class::Transient)], // TODO NotApplied
+        [("40P01".to_owned(), Class::NotApplied)],
         "one victim, retried once"
     );
     assert_eq!((one.attempts(), other.attempts()), (2, 1));
@@ -344,7 +343,7 @@ async fn retrying_the_transaction_passes() {
     accounts(&client, 1, 100).await;
     let seen = Seen::default();
     withdraw(&mut client, &other, &seen).await.unwrap();
-    assert_eq!(seen.all(), [("40001".to_owned(), Class::Transient)]); // TODO NotApplied
+    assert_eq!(seen.all(), [("40001".to_owned(), Class::NotApplied)]);
     assert_eq!(seen.attempts(), 2);
     assert_eq!(balances(&other).await, [91]);
 }

@@ -63,6 +63,8 @@ const RUNTIME: &[&str] = &[
     "integrations::tower",
     "integrations::tonic",
     "integrations::transaction",
+    "integrations::sqlstate",
+    "integrations::postgres",
     "integrations::error_chain",
     // What generated code calls.
     "macro_support",

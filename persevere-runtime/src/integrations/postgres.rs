@@ -45,7 +45,11 @@ mod error;
 
 pub use error::PostgresError;
 
+use crate::integrations::transaction::OpenTransaction;
 use crate::layer::deadline;
+
+/// A `#[retry]` function cannot take one: retry the function that begins and commits.
+impl OpenTransaction for tokio_postgres::Transaction<'_> {}
 
 /// Bounds every statement of `transaction` by the time left to the attempt (its
 /// `attempt_timeout` or the call's deadline, whichever is sooner): `SET LOCAL

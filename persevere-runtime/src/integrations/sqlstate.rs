@@ -19,8 +19,7 @@ use crate::classify::class::Class;
 /// | anything else | constraint violations (`23505`, `23P01`...), syntax, permissions, ... | permanent |
 pub(crate) fn class(code: &str) -> Class {
     match code {
-        // TODO NotApplied: the lead's `Class::NotApplied` replaces `Transient` here.
-        "40001" | "40P01" => Class::Transient,
+        "40001" | "40P01" => Class::NotApplied,
         "57P03" | "53300" | "08001" | "08004" => Class::Unsent,
         "40003" | "57P01" | "57P02" => Class::Uncertain,
         "57014" => Class::Transient,
@@ -37,8 +36,8 @@ mod tests {
     #[test]
     fn the_table() {
         let table = [
-            ("40001", Class::Transient),
-            ("40P01", Class::Transient),
+            ("40001", Class::NotApplied),
+            ("40P01", Class::NotApplied),
             ("57P03", Class::Unsent),
             ("53300", Class::Unsent),
             ("08001", Class::Unsent),
