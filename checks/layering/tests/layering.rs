@@ -65,6 +65,7 @@ const RUNTIME: &[&str] = &[
     "integrations::transaction",
     "integrations::sqlstate",
     "integrations::postgres",
+    "integrations::sqlx",
     "integrations::error_chain",
     // What generated code calls.
     "macro_support",

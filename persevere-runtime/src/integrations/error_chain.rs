@@ -14,8 +14,8 @@ use crate::fleet::breaker::CircuitOpen;
 /// The class of the first error in `error`'s chain whose type persevere knows:
 /// [`io::Error`], [`AttemptTimedOut`], [`CircuitOpen`], and with their features
 /// `http::StatusError`, `reqwest::Error`, `persevere::reqwest::RequestError`,
-/// `rusqlite::Error`, `tonic::Status`, `tokio_postgres::Error` and
-/// `persevere::postgres::PostgresError`. Permanent if none is.
+/// `rusqlite::Error`, `tonic::Status`, `tokio_postgres::Error`,
+/// `persevere::postgres::PostgresError` and `sqlx::Error`. Permanent if none is.
 pub(super) fn classify_chain(error: &(dyn Error + 'static)) -> Class {
     let mut next = Some(error);
     while let Some(error) = next {
@@ -65,13 +65,17 @@ fn known(error: &(dyn Error + 'static)) -> Option<Class> {
     if let Some(e) = error.downcast_ref::<crate::integrations::postgres::PostgresError>() {
         return Some(e.classify());
     }
+    #[cfg(feature = "sqlx")]
+    if let Some(e) = error.downcast_ref::<sqlx::Error>() {
+        return Some(e.classify());
+    }
     None
 }
 
 /// Classified by the first error in its chain whose type persevere knows
 /// (`std::io::Error`, `AttemptTimedOut`, `CircuitOpen`, and with their features
 /// `http::StatusError`, `reqwest::Error`, `RequestError`, `rusqlite::Error`,
-/// `tonic::Status`, `tokio_postgres::Error`, `PostgresError`);
+/// `tonic::Status`, `tokio_postgres::Error`, `PostgresError`, `sqlx::Error`);
 /// permanent if none is. So `Box<dyn Error + Send + Sync>` works as a retried
 /// function's error:
 ///
@@ -309,6 +313,20 @@ mod tests {
             let waited = anyhow::Error::new(tokio_postgres::Error::__private_api_timeout());
             assert_eq!(waited.context("transfer").classify(), Class::Uncertain);
         }
+    }
+
+    #[cfg(feature = "sqlx")]
+    #[test]
+    fn sqlx_errors_in_the_chain() {
+        let refused = sqlx::Error::Io(io(io::ErrorKind::ConnectionRefused));
+        assert_eq!(
+            boxed(Context(Some(boxed(refused)))).classify(),
+            Class::Unsent
+        );
+        // sqlx's error is known before the I/O error inside it: lost, not reset.
+        let lost = sqlx::Error::Io(io(io::ErrorKind::ConnectionReset));
+        assert_eq!(boxed(lost).classify(), Class::Uncertain);
+        assert_eq!(boxed(sqlx::Error::PoolTimedOut).classify(), Class::Unsent);
     }
 
     #[cfg(feature = "anyhow")]
