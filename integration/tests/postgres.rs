@@ -614,3 +614,27 @@ async fn set_statement_timeout_ends_a_cut_attempt_s_statement() {
     }
     lock.rollback().await.unwrap();
 }
+
+// The server refuses a connection beyond a role's limit with 53300 (too many
+// connections): nothing ran, so it is unsent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn too_many_connections_is_unsent() {
+    let server = start();
+    let admin = server.connect().await;
+    admin
+        .batch_execute("CREATE ROLE clerk LOGIN CONNECTION LIMIT 1")
+        .await
+        .unwrap();
+    let mut config = server.config();
+    config.user("clerk");
+    let (_first, connection) = config.connect(tokio_postgres::NoTls).await.unwrap();
+    tokio::spawn(connection);
+    let e = config
+        .connect(tokio_postgres::NoTls)
+        .await
+        .map(drop)
+        .unwrap_err();
+    assert_eq!(e.code(), Some(&SqlState::TOO_MANY_CONNECTIONS), "{e:?}");
+    assert_eq!(e.classify(), Class::Unsent);
+    assert_eq!(PostgresError::from(e).classify(), Class::Unsent);
+}

@@ -102,3 +102,16 @@ pub async fn postgres(
     tx.commit().await?;
     Ok(rows)
 }
+
+/// `sqlx`: a transaction whose error is `sqlx::Error` as it is, cut at its attempt's
+/// limit.
+#[cfg(feature = "sqlx")]
+#[retry(on = not_applied, deadline = "5s", attempt_timeout = "1s")]
+pub async fn sqlx(pool: &sqlx::PgPool) -> Result<u64, sqlx::Error> {
+    let mut tx = pool.begin().await?;
+    let done = sqlx::query("UPDATE accounts SET balance = 0")
+        .execute(&mut *tx)
+        .await?;
+    tx.commit().await?;
+    Ok(done.rows_affected())
+}

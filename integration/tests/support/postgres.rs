@@ -1,6 +1,6 @@
 //! A throwaway PostgreSQL server for the tests and the example: a cluster made with the
-//! system's `initdb` in a temporary directory (once per process, then copied for each
-//! server), started with `pg_ctl` on a free port of 127.0.0.1 (its socket in that
+//! system's `initdb` in a temporary directory (in memory, `/dev/shm`, where there is
+//! one; once per process, then copied for each server), started with `pg_ctl` on a free port of 127.0.0.1 (its socket in that
 //! directory too), and stopped and deleted when the value is dropped, also when a test
 //! panics.
 //!
@@ -215,10 +215,23 @@ impl Drop for Postgres {
     }
 }
 
+/// Where the clusters go: memory (`/dev/shm`) where there is some, since a cluster is
+/// copied for each server and written to throughout (a copy takes a millisecond there,
+/// most of a second on a busy disk); else the system's temporary directory.
+fn temporary() -> PathBuf {
+    let shm = Path::new("/dev/shm");
+    let writable = shm.is_dir() && fs::metadata(shm).is_ok_and(|m| !m.permissions().readonly());
+    if writable {
+        shm.to_path_buf()
+    } else {
+        std::env::temp_dir()
+    }
+}
+
 /// A new, empty temporary directory, the `postgres` user's when we are root.
 fn new_directory(as_root: bool) -> PathBuf {
     static NEXT: AtomicU32 = AtomicU32::new(0);
-    let root = std::env::temp_dir().join(format!(
+    let root = temporary().join(format!(
         "persevere-pg-{}-{}",
         std::process::id(),
         NEXT.fetch_add(1, Ordering::SeqCst)
@@ -258,7 +271,8 @@ impl Template {
             .arg("-D")
             .arg(root.join("data"))
             .args(["-A", "trust", "-U", "postgres", "--no-sync", "-E", "UTF8"])
-            .arg("--locale=C")
+            // WAL segments of 1 MB, not 16: a smaller cluster to copy.
+            .args(["--locale=C", "--wal-segsize=1"])
             .output();
         server.check(initdb, "initdb");
         template.1 = Some(root.clone());
