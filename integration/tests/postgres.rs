@@ -250,18 +250,14 @@ async fn a_deadlock_retries_exactly_one_transaction() {
     let barrier = Arc::new(Barrier::new(2));
     let commits = Arc::new(watch::Sender::new(0));
     let (one, other) = (Arc::new(Seen::default()), Arc::new(Seen::default()));
-    let run = |first, second, seen: Arc<Seen>| {
+    let run = |mut client: Client, first, second, seen: Arc<Seen>| {
         let (barrier, commits) = (barrier.clone(), commits.clone());
-        let server_client = server.connect();
-        async move {
-            let mut client = server_client.await;
-            tokio::spawn(async move {
-                lock_both(&mut client, first, second, &barrier, &commits, &seen).await
-            })
-        }
+        tokio::spawn(async move {
+            lock_both(&mut client, first, second, &barrier, &commits, &seen).await
+        })
     };
-    let a = run(1, 2, one.clone()).await;
-    let b = run(2, 1, other.clone()).await;
+    let a = run(server.connect().await, 1, 2, one.clone());
+    let b = run(server.connect().await, 2, 1, other.clone());
     a.await.unwrap().expect("commits");
     b.await.unwrap().expect("commits");
     // Which of the two the server picks is its choice: name the victim `one`.
