@@ -4,7 +4,7 @@
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned};
 use syn::spanned::Spanned;
-use syn::{FnArg, Ident, ItemFn, Pat, PatIdent, ReturnType, Type};
+use syn::{FnArg, Ident, ItemFn, Pat, PatIdent, ReturnType, Signature, Type};
 
 use crate::diag::{locate, push};
 
@@ -42,20 +42,12 @@ pub fn analyse(item: &ItemFn, private: &TokenStream, savepoints: &[bool]) -> Opt
     let mut rebinds = Vec::new();
     let mut named = Vec::new();
     let mut exclusive = false;
-    let mut outside_transaction = TokenStream::new();
+    let outside_transaction = outside_transaction(sig, private, savepoints);
     for (index, input) in sig.inputs.iter_mut().enumerate() {
         match input {
             FnArg::Receiver(receiver) => {
                 exclusive |=
                     matches!(bare(&receiver.ty), Type::Reference(r) if r.mutability.is_some());
-                if !savepoints.get(index).copied().unwrap_or(false) {
-                    let this = &receiver.self_token;
-                    outside_transaction.extend(probe(
-                        quote!(TransactionProbe::of(&#this)),
-                        receiver.span(),
-                        private,
-                    ));
-                }
             }
             FnArg::Typed(arg) => {
                 // `fresh(&name)`, a copy of the argument for one attempt; the call is at
@@ -68,17 +60,6 @@ pub fn analyse(item: &ItemFn, private: &TokenStream, savepoints: &[bool]) -> Opt
                 let ty = (*arg.ty).clone();
                 exclusive |= matches!(bare(&ty), Type::Reference(r) if r.mutability.is_some());
                 let simple = simple_name(&arg.pat);
-                if !savepoints.get(index).copied().unwrap_or(false) {
-                    let made = match &simple {
-                        Some(ident) => Some(quote!(TransactionProbe::of(&#ident))),
-                        None if !names_impl(&ty) => Some(quote!(TransactionProbe::<#ty>::new())),
-                        // `impl Trait` cannot be named in a body: not probed.
-                        None => None,
-                    };
-                    if let Some(made) = made {
-                        outside_transaction.extend(probe(made, span, private));
-                    }
-                }
                 if let Some(ident) = &simple {
                     named.push((ident.clone(), ty.clone()));
                 }
@@ -163,6 +144,35 @@ pub fn take_savepoints(item: &mut ItemFn, errors: &mut Option<syn::Error>) -> Ve
         marked.push(found);
     }
     marked
+}
+
+/// The check of each parameter of `sig` (as written) not marked `#[savepoint]` that it is
+/// not an open transaction: by its value where it is bound to a name (`self` too), by
+/// its type where a pattern binds it (unless the type is an `impl Trait`, which a body
+/// cannot name).
+fn outside_transaction(sig: &Signature, private: &TokenStream, savepoints: &[bool]) -> TokenStream {
+    let mut checks = TokenStream::new();
+    for (index, input) in sig.inputs.iter().enumerate() {
+        if savepoints.get(index).copied().unwrap_or(false) {
+            continue;
+        }
+        let made = match input {
+            FnArg::Receiver(receiver) => {
+                let this = &receiver.self_token;
+                quote!(TransactionProbe::of(&#this))
+            }
+            FnArg::Typed(arg) => match simple_name(&arg.pat) {
+                Some(ident) => quote!(TransactionProbe::of(&#ident)),
+                None if !names_impl(&arg.ty) => {
+                    let ty = &arg.ty;
+                    quote!(TransactionProbe::<#ty>::new())
+                }
+                None => continue,
+            },
+        };
+        checks.extend(probe(made, input.span(), private));
+    }
+    checks
 }
 
 /// The check that the parameter at `span`, whose probe `made` makes, is not an open
