@@ -10,6 +10,9 @@
 
 #[path = "support/postgres.rs"]
 mod pg;
+// The same failures through sqlx.
+#[path = "postgres/with_sqlx.rs"]
+mod with_sqlx;
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicI32, AtomicU32, Ordering};

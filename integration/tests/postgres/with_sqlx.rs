@@ -1,16 +1,14 @@
 //! sqlx's errors against a real PostgreSQL (a throwaway server per test, started by
 //! `support/postgres.rs`): each class from a failure the server really produces, and
-//! `sqlx::Error` as a `#[retry]` function's error as it is.
-
-#[path = "support/postgres.rs"]
-mod pg;
+//! `sqlx::Error` as a `#[retry]` function's error as it is. A module of the `postgres`
+//! test, so that both drivers' tests share one binary and one template cluster.
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use super::pg::Postgres;
 use persevere::{Class, Classify, RetryBudget, retry};
-use pg::Postgres;
 use sqlx::postgres::{PgConnection, PgPool, PgPoolOptions};
 use sqlx::{Connection, Executor, Row};
 use tokio::sync::Barrier;
