@@ -304,6 +304,10 @@ async fn retrying_a_statement_inside_its_transaction_fails_with_25p02() {
     other.execute(DEPOSIT, &[]).await.unwrap(); // a concurrent write commits
     let first = tx.execute(WITHDRAW, &[]).await.unwrap_err();
     assert_eq!(first.code(), Some(&SqlState::T_R_SERIALIZATION_FAILURE));
+    assert_eq!(first.classify(), Class::NotApplied);
+    // Through `anyhow`, with a context, as a function returning `anyhow::Result` sees it.
+    let wrapped = anyhow::Error::new(first).context("withdrawing");
+    assert_eq!(wrapped.classify(), Class::NotApplied);
     let mut again = Vec::new();
     for _ in 0..3 {
         let e = tx.execute(WITHDRAW, &[]).await.unwrap_err();
