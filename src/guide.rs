@@ -1,6 +1,7 @@
 //! Guides, one topic each at length: how to choose a schedule, retry a payment, read a
 //! server's pushback, protect a fleet, hedge, watch and test retried code, each
-//! integration in full, and gRPC with tonic. The crate page (the README) is the short version.
+//! integration in full, gRPC with tonic, and PostgreSQL transactions. The crate page (the
+//! README) is the short version.
 //!
 //! Each module is one markdown file of `src/guide/`, shown here; their code blocks are
 //! compiled and run as doc tests of the workspace's `integration` package, where the
@@ -44,3 +45,6 @@ pub mod integrations {}
 
 #[cfg_attr(not(doctest), doc = include_str!("guide/grpc.md"))]
 pub mod grpc {}
+
+#[cfg_attr(not(doctest), doc = include_str!("guide/postgres.md"))]
+pub mod postgres {}

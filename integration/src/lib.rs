@@ -63,3 +63,7 @@ pub struct IntegrationsDoctests;
 #[cfg(doctest)]
 #[doc = include_str!("../../src/guide/grpc.md")]
 pub struct GrpcDoctests;
+
+#[cfg(doctest)]
+#[doc = include_str!("../../src/guide/postgres.md")]
+pub struct PostgresDoctests;

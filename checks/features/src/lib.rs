@@ -88,3 +88,30 @@ pub async fn tonic() -> Result<u32, tonic::Status> {
 pub fn tonic_channel<S>(channel: S) -> persevere::tonic::RetryMetadata<S> {
     persevere::tonic::RetryMetadata::new(channel)
 }
+
+/// `postgres`: a transaction retried whole on what proves it took no effect, its
+/// statements bounded by the attempt's time.
+#[cfg(feature = "postgres")]
+#[retry(on = not_applied, deadline = "5s", attempt_timeout = "1s")]
+pub async fn postgres(
+    client: &mut tokio_postgres::Client,
+) -> Result<u64, persevere::postgres::PostgresError> {
+    let tx = client.transaction().await?;
+    persevere::postgres::set_statement_timeout(&tx).await?;
+    let rows = tx.execute("UPDATE accounts SET balance = 0", &[]).await?;
+    tx.commit().await?;
+    Ok(rows)
+}
+
+/// `sqlx`: a transaction whose error is `sqlx::Error` as it is, cut at its attempt's
+/// limit.
+#[cfg(feature = "sqlx")]
+#[retry(on = not_applied, deadline = "5s", attempt_timeout = "1s")]
+pub async fn sqlx(pool: &sqlx::PgPool) -> Result<u64, sqlx::Error> {
+    let mut tx = pool.begin().await?;
+    let done = sqlx::query("UPDATE accounts SET balance = 0")
+        .execute(&mut *tx)
+        .await?;
+    tx.commit().await?;
+    Ok(done.rows_affected())
+}

@@ -63,6 +63,9 @@ const RUNTIME: &[&str] = &[
     "integrations::tower",
     "integrations::tonic",
     "integrations::transaction",
+    "integrations::sqlstate",
+    "integrations::postgres",
+    "integrations::sqlx",
     "integrations::error_chain",
     // What generated code calls.
     "macro_support",

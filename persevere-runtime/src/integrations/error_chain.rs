@@ -14,7 +14,8 @@ use crate::fleet::breaker::CircuitOpen;
 /// The class of the first error in `error`'s chain whose type persevere knows:
 /// [`io::Error`], [`AttemptTimedOut`], [`CircuitOpen`], and with their features
 /// `http::StatusError`, `reqwest::Error`, `persevere::reqwest::RequestError`,
-/// `rusqlite::Error` and `tonic::Status`. Permanent if none is.
+/// `rusqlite::Error`, `tonic::Status`, `tokio_postgres::Error`,
+/// `persevere::postgres::PostgresError` and `sqlx::Error`. Permanent if none is.
 pub(super) fn classify_chain(error: &(dyn Error + 'static)) -> Class {
     let mut next = Some(error);
     while let Some(error) = next {
@@ -56,13 +57,25 @@ fn known(error: &(dyn Error + 'static)) -> Option<Class> {
     if let Some(e) = error.downcast_ref::<tonic::Status>() {
         return Some(e.classify());
     }
+    #[cfg(feature = "postgres")]
+    if let Some(e) = error.downcast_ref::<tokio_postgres::Error>() {
+        return Some(e.classify());
+    }
+    #[cfg(feature = "postgres")]
+    if let Some(e) = error.downcast_ref::<crate::integrations::postgres::PostgresError>() {
+        return Some(e.classify());
+    }
+    #[cfg(feature = "sqlx")]
+    if let Some(e) = error.downcast_ref::<sqlx::Error>() {
+        return Some(e.classify());
+    }
     None
 }
 
 /// Classified by the first error in its chain whose type persevere knows
 /// (`std::io::Error`, `AttemptTimedOut`, `CircuitOpen`, and with their features
 /// `http::StatusError`, `reqwest::Error`, `RequestError`, `rusqlite::Error`,
-/// `tonic::Status`);
+/// `tonic::Status`, `tokio_postgres::Error`, `PostgresError`, `sqlx::Error`);
 /// permanent if none is. So `Box<dyn Error + Send + Sync>` works as a retried
 /// function's error:
 ///
@@ -275,6 +288,45 @@ mod tests {
         stop.metadata_mut()
             .insert("grpc-retry-pushback-ms", "-1".parse().unwrap());
         assert_eq!(boxed(stop).classify(), Class::Permanent);
+    }
+
+    #[cfg(feature = "postgres")]
+    #[test]
+    fn postgres_errors_in_the_chain() {
+        use crate::integrations::postgres::PostgresError;
+        // The one tokio-postgres error that can be made without a server: uncertain.
+        let waited = tokio_postgres::Error::__private_api_timeout();
+        assert_eq!(
+            boxed(Context(Some(boxed(waited)))).classify(),
+            Class::Uncertain
+        );
+        let cut = PostgresError::from(AttemptTimedOut::after(Duration::from_secs(1)));
+        assert_eq!(
+            boxed(Context(Some(boxed(cut)))).classify(),
+            Class::Transient
+        );
+        // The wrapper is known itself, before the error it wraps.
+        let wrapped = PostgresError::from(tokio_postgres::Error::__private_api_timeout());
+        assert_eq!(boxed(wrapped).classify(), Class::Uncertain);
+        #[cfg(feature = "anyhow")]
+        {
+            let waited = anyhow::Error::new(tokio_postgres::Error::__private_api_timeout());
+            assert_eq!(waited.context("transfer").classify(), Class::Uncertain);
+        }
+    }
+
+    #[cfg(feature = "sqlx")]
+    #[test]
+    fn sqlx_errors_in_the_chain() {
+        let refused = sqlx::Error::Io(io(io::ErrorKind::ConnectionRefused));
+        assert_eq!(
+            boxed(Context(Some(boxed(refused)))).classify(),
+            Class::Unsent
+        );
+        // sqlx's error is known before the I/O error inside it: lost, not reset.
+        let lost = sqlx::Error::Io(io(io::ErrorKind::ConnectionReset));
+        assert_eq!(boxed(lost).classify(), Class::Uncertain);
+        assert_eq!(boxed(sqlx::Error::PoolTimedOut).classify(), Class::Unsent);
     }
 
     #[cfg(feature = "anyhow")]
