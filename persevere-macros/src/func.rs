@@ -152,6 +152,12 @@ pub fn take_savepoints(item: &mut ItemFn, errors: &mut Option<syn::Error>) -> Ve
 /// cannot name).
 fn outside_transaction(sig: &Signature, private: &TokenStream, savepoints: &[bool]) -> TokenStream {
     let mut checks = TokenStream::new();
+    // Without a database feature, no transaction type of persevere's exists to catch:
+    // a crate pays for the check (about 1 M instructions of rustc a parameter,
+    // BENCHMARKS.md) only with one, or with `transactions` for a type of its own.
+    if !cfg!(feature = "transactions") {
+        return checks;
+    }
     for (index, input) in sig.inputs.iter().enumerate() {
         if savepoints.get(index).copied().unwrap_or(false) {
             continue;
@@ -180,9 +186,6 @@ fn outside_transaction(sig: &Signature, private: &TokenStream, savepoints: &[boo
     // parameter type, which a retried function's build time would pay).
     quote! {
         let _ = || {
-            // Both are asked; an error elsewhere in the function can leave them unread.
-            #[allow(unused_imports)]
-            use #private::{ProbeOther as _, ProbeTransaction as _};
             #checks
         };
     }
@@ -192,8 +195,9 @@ fn outside_transaction(sig: &Signature, private: &TokenStream, savepoints: &[boo
 /// transaction: reported at the parameter.
 fn probe(made: TokenStream, span: Span, private: &TokenStream) -> TokenStream {
     let private = locate(private.clone(), span);
+    let made = locate(made, span);
     quote_spanned! {span=>
-        #private::outside_transaction((&#private::#made).probe());
+        #private::outside_transaction(#private::#made.probe());
     }
 }
 

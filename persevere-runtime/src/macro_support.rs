@@ -190,11 +190,11 @@ impl KeyParam for &IdempotencyKey {}
 #[inline]
 pub fn idempotency_key<K: KeyParam>(_key: &K) {}
 
-/// Probes the type `T` of a retried function's parameter for an open transaction, by
-/// autoref: `(&TransactionProbe::of(&param)).probe()` resolves to
-/// [`ProbeTransaction::probe`] where `T` is an [`OpenTransaction`], and to
-/// [`ProbeOther::probe`] otherwise (a generic parameter among them: its type is not
-/// known to be a transaction).
+/// Probes the type `T` of a retried function's parameter for an open transaction:
+/// `TransactionProbe::of(&param).probe()` is the inherent method, which exists only
+/// where `T` is an [`OpenTransaction`], and otherwise, through `Deref`,
+/// [`OtherProbe::probe`] (a generic parameter among them: its type is not known to be a
+/// transaction). Both are inherent, so the generated code imports no trait.
 pub struct TransactionProbe<T: ?Sized>(PhantomData<fn(&T)>);
 
 impl<T: ?Sized> TransactionProbe<T> {
@@ -210,35 +210,36 @@ impl<T: ?Sized> TransactionProbe<T> {
     }
 }
 
+impl<T: OpenTransaction + ?Sized> TransactionProbe<T> {
+    /// An open transaction.
+    pub fn probe(&self) -> InTransaction {
+        InTransaction
+    }
+}
+
+impl<T: ?Sized> std::ops::Deref for TransactionProbe<T> {
+    type Target = OtherProbe;
+
+    fn deref(&self) -> &OtherProbe {
+        &OtherProbe
+    }
+}
+
+/// What a [`TransactionProbe`] of any other type falls back to.
+pub struct OtherProbe;
+
+impl OtherProbe {
+    /// Not an open transaction.
+    pub fn probe(&self) -> NoTransaction {
+        NoTransaction
+    }
+}
+
 /// What the probe of an open transaction finds.
 pub struct InTransaction;
 
 /// What the probe of any other type finds.
 pub struct NoTransaction;
-
-/// The probe of an open transaction.
-pub trait ProbeTransaction {
-    /// An open transaction.
-    fn probe(&self) -> InTransaction;
-}
-
-impl<T: OpenTransaction + ?Sized> ProbeTransaction for TransactionProbe<T> {
-    fn probe(&self) -> InTransaction {
-        InTransaction
-    }
-}
-
-/// The probe of any other type.
-pub trait ProbeOther {
-    /// Not an open transaction.
-    fn probe(&self) -> NoTransaction;
-}
-
-impl<T: ?Sized> ProbeOther for &TransactionProbe<T> {
-    fn probe(&self) -> NoTransaction {
-        NoTransaction
-    }
-}
 
 /// What a retried function's parameter must be: not an open transaction.
 #[diagnostic::on_unimplemented(

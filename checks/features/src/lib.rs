@@ -115,3 +115,21 @@ pub async fn sqlx(pool: &sqlx::PgPool) -> Result<u64, sqlx::Error> {
     tx.commit().await?;
     Ok(done.rows_affected())
 }
+
+/// `transactions`: a transaction type of the user's own, checked like persevere's; one
+/// whose body rolls back to a savepoint of its own is let through.
+#[cfg(feature = "transactions")]
+pub mod transactions {
+    /// A transaction of the user's own.
+    pub struct Tx;
+
+    impl persevere::OpenTransaction for Tx {}
+
+    /// Retried inside the transaction, from a savepoint.
+    #[persevere::retry(deadline = "1s")]
+    #[persevere::idempotent]
+    pub async fn inside(#[savepoint] tx: &mut Tx) -> std::io::Result<u32> {
+        let _ = tx;
+        Ok(1)
+    }
+}

@@ -8,6 +8,10 @@
 /// (by value or by reference) is a compile error at that parameter, saying to put
 /// `#[retry]` on the function that begins and commits the transaction instead.
 ///
+/// The check is made with the cargo feature `transactions`, which the database features
+/// (`rusqlite`, `postgres`, `sqlx`) turn on: a crate without them has no transaction of
+/// persevere's to catch, and does not pay the check's compile time.
+///
 /// The check is by type, not by name: a payment or ledger type of yours named
 /// `Transaction` is not one. persevere implements this for the transactions of the
 /// database crates it integrates with (`rusqlite::Transaction`, and with their features

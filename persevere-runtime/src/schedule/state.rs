@@ -218,8 +218,8 @@ impl<'p> RetryState<'p> {
     /// Decides what follows a failed attempt of class `class`, observed at `now`. A call
     /// whose clock has not started starts it at `now`.
     ///
-    /// A retry is granted only if the failure is retryable (and, under
-    /// [`Repeat::OnlyUnsent`] or [`Repeat::OnlyNotApplied`], one they admit), the attempts are not exhausted, and the wait ends
+    /// A retry is granted only if the failure is retryable (and one the policy's
+    /// [`Repeat`](crate::Repeat) admits), the attempts are not exhausted, and the wait ends
     /// strictly before the deadline: a call never sleeps into a deadline it cannot meet,
     /// it returns its last failure at once instead.
     pub fn on_failure<R: Rng + ?Sized>(
