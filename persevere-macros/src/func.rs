@@ -160,6 +160,19 @@ fn outside_transaction(sig: &Signature, private: &TokenStream, savepoints: &[boo
     }
     for (index, input) in sig.inputs.iter().enumerate() {
         if savepoints.get(index).copied().unwrap_or(false) {
+            // A `#[savepoint]` on anything but a transaction is a mistake: it says so.
+            let value = match input {
+                FnArg::Receiver(receiver) => {
+                    let this = &receiver.self_token;
+                    Some(quote!(#this))
+                }
+                FnArg::Typed(arg) => simple_name(&arg.pat).map(|ident| quote!(#ident)),
+            };
+            if let Some(value) = value {
+                let span = input.span();
+                let private = locate(private.clone(), span);
+                checks.extend(quote_spanned! {span=> #private::savepoint(&#value);});
+            }
             continue;
         }
         let made = match input {

@@ -252,6 +252,20 @@ pub trait OutsideTransaction {}
 
 impl OutsideTransaction for NoTransaction {}
 
+/// What a parameter marked `#[savepoint]` must be: an open transaction.
+#[diagnostic::on_unimplemented(
+    message = "`#[savepoint]` marks a parameter that is an open transaction, and `{Self}` is not one",
+    label = "not an open database transaction (`persevere::OpenTransaction`)",
+    note = "`#[savepoint]` lets a `#[retry]` function take an open transaction whose body rolls back to a savepoint before each attempt; remove it from this parameter"
+)]
+pub trait SavepointParam {}
+
+impl<T: OpenTransaction + ?Sized> SavepointParam for T {}
+
+/// Checks that a parameter marked `#[savepoint]` is an open transaction.
+#[inline]
+pub fn savepoint<T: SavepointParam + ?Sized>(_value: &T) {}
+
 /// Checks that a parameter is not an open transaction.
 #[inline]
 pub fn outside_transaction<P: OutsideTransaction>(_probe: P) {}
