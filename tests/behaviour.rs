@@ -1016,3 +1016,35 @@ async fn uncertain_failures_end_the_call_and_count_as_attempts_exhausted() {
         "{s:?}"
     );
 }
+
+static NO_WAIT: Policy = Policy::new()
+    .with_base(Duration::ZERO)
+    .with_jitter(Jitter::None)
+    .with_budget(&UNLIMITED);
+
+// A zero wait (a policy made by hand with no base) takes no time at all: the next
+// attempt is made at once, in the same poll. Can fail: a zero wait that yields to the
+// executor, or waits for a timer's tick.
+#[tokio::test(start_paused = true)]
+async fn a_zero_wait_takes_no_time() {
+    let calls = std::sync::atomic::AtomicU32::new(0);
+    let start = Instant::now();
+    let call = persevere::retry_fn(&NO_WAIT, || {
+        let n = calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        async move {
+            if n < 2 {
+                Err(io::Error::from(io::ErrorKind::ConnectionReset))
+            } else {
+                Ok(n)
+            }
+        }
+    });
+    let mut call = std::pin::pin!(call);
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    let std::task::Poll::Ready(result) = call.as_mut().poll(&mut cx) else {
+        panic!("a call whose waits are all zero finishes in its first poll");
+    };
+    assert_eq!(result.unwrap(), 2);
+    assert_eq!(calls.load(std::sync::atomic::Ordering::SeqCst), 3);
+    assert_eq!(start.elapsed(), Duration::ZERO);
+}
