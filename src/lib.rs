@@ -30,8 +30,8 @@ pub use persevere_runtime::integrations::*;
 pub use persevere_runtime::{
     AttemptTimedOut, Backoff, BeforeWait, BreakerSnapshot, BreakerState, BudgetSnapshot,
     CircuitBreaker, CircuitOpen, Class, Classify, Decision, Delays, GiveUp, IdempotencyKey, Jitter,
-    Layers, Limit, OpenTransaction, ParseKeyError, Permit, Policy, Repeat, RetryBudget, RetryState,
-    RetryStats, StatsSnapshot, nested_failure_handled, retry_blocking, retry_fn, seed_thread_rng,
+    Layers, Limit, ParseKeyError, Permit, Policy, Repeat, RetryBudget, RetryState, RetryStats,
+    StatsSnapshot, nested_failure_handled, retry_blocking, retry_fn, seed_thread_rng,
 };
 pub use persevere_runtime::{attempt, backoff, deadline, stats, telemetry};
 

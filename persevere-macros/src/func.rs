@@ -120,23 +120,28 @@ pub fn analyse(item: &ItemFn, private: &TokenStream, savepoints: &[bool]) -> Opt
 pub fn take_savepoints(item: &mut ItemFn, errors: &mut Option<syn::Error>) -> Vec<bool> {
     let mut marked = Vec::new();
     for input in &mut item.sig.inputs {
-        let attrs = match input {
-            FnArg::Receiver(receiver) => &mut receiver.attrs,
-            FnArg::Typed(arg) => &mut arg.attrs,
+        let (attrs, named) = match input {
+            FnArg::Receiver(receiver) => (&mut receiver.attrs, true),
+            FnArg::Typed(arg) => (&mut arg.attrs, simple_name(&arg.pat).is_some()),
         };
         let mut found = false;
         attrs.retain(|attr| {
             if !attr.path().is_ident("savepoint") {
                 return true;
             }
-            if let Err(e) = attr.meta.require_path_only() {
-                push(
-                    errors,
-                    syn::Error::new(
-                        e.span(),
-                        "`#[savepoint]` takes no arguments: it marks a transaction parameter whose body rolls back to a savepoint before each attempt",
-                    ),
-                );
+            let problem = if attr.meta.require_path_only().is_err() {
+                Some("`#[savepoint]` takes no arguments: it marks a transaction parameter whose body rolls back to a savepoint before each attempt")
+            } else if found {
+                Some("`#[savepoint]` is given twice on this parameter; remove one")
+            } else if !named {
+                Some("`#[savepoint]` marks a transaction parameter bound to a name (`tx: &mut Transaction<'_>`), which it checks is one; bind this one to a name")
+            } else if !cfg!(feature = "transactions") {
+                Some("`#[savepoint]` lets an open transaction through the check that needs persevere's feature `transactions` (which `rusqlite`, `postgres` and `sqlx` turn on); without it nothing is checked: remove `#[savepoint]`, or turn the feature on")
+            } else {
+                None
+            };
+            if let Some(problem) = problem {
+                push(errors, syn::Error::new_spanned(attr, problem));
             }
             found = true;
             false

@@ -22,4 +22,9 @@ pub mod sqlx;
 pub mod tonic;
 #[cfg(feature = "tower")]
 pub mod tower;
+#[cfg(feature = "transactions")]
 pub(crate) mod transaction;
+// At the root of `persevere`, which re-exports this module's items as the runtime was
+// built (`persevere::OpenTransaction`).
+#[cfg(feature = "transactions")]
+pub use transaction::OpenTransaction;

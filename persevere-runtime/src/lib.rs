@@ -42,6 +42,7 @@ pub use driver::retry_fn::{retry_blocking, retry_fn};
 pub use fleet::breaker::{BreakerSnapshot, BreakerState, CircuitBreaker, CircuitOpen, Permit};
 pub use fleet::budget::{BudgetSnapshot, RetryBudget};
 pub use fleet::stats::{RetryStats, StatsSnapshot};
+#[cfg(feature = "transactions")]
 pub use integrations::transaction::OpenTransaction;
 pub use key::{IdempotencyKey, ParseKeyError};
 pub use layer::frame::nested_failure_handled;

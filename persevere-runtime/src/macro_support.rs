@@ -22,7 +22,11 @@ pub use crate::fleet::budget::RetryBudget;
 pub use crate::fleet::stats::RetryStats;
 pub use crate::hedge::hedged::hedged;
 pub use crate::hedge::spec::Hedge;
-pub use crate::integrations::transaction::OpenTransaction;
+#[cfg(feature = "transactions")]
+pub use crate::integrations::transaction::{
+    InTransaction, NoTransaction, OpenTransaction, OtherProbe, OutsideTransaction, SavepointParam,
+    TransactionProbe, outside_transaction, savepoint,
+};
 pub use crate::key::IdempotencyKey;
 pub use crate::schedule::hook::BeforeWait;
 pub use crate::schedule::policy::{Jitter, Layers, Policy, Repeat};
@@ -81,7 +85,7 @@ impl<R> ShowOpaque for Describe<R> {
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot report an open circuit breaker",
     label = "`breaker = ...` needs `{Self}: From<persevere::CircuitOpen>`",
-    note = "while the breaker is open the function returns without running, and must say so in its own error type; if `{Self}` is a type of yours, add a variant for it and `impl From<persevere::CircuitOpen> for {Self}`; if it is another crate's, return an error type of yours that wraps it; `std::io::Error`, `http::StatusCode` and `persevere::http::StatusError` (feature `http`), `persevere::reqwest::RequestError`, `Box<dyn Error + Send + Sync>` and `anyhow::Error` have it already"
+    note = "while the breaker is open the function returns without running, and must say so in its own error type; if `{Self}` is a type of yours, add a variant for it and `impl From<persevere::CircuitOpen> for {Self}`; if it is another crate's, return an error type of yours that wraps it; `std::io::Error`, `http::StatusCode` and `persevere::http::StatusError` (feature `http`), `persevere::reqwest::RequestError`, `tonic::Status`, `sqlx::Error`, `persevere::postgres::PostgresError`, `Box<dyn Error + Send + Sync>` and `anyhow::Error` have it already"
 )]
 pub trait FromCircuitOpen {
     /// This error for a call the breaker refused.
@@ -190,91 +194,11 @@ impl KeyParam for &IdempotencyKey {}
 #[inline]
 pub fn idempotency_key<K: KeyParam>(_key: &K) {}
 
-/// Probes the type `T` of a retried function's parameter for an open transaction:
-/// `TransactionProbe::of(&param).probe()` is the inherent method, which exists only
-/// where `T` is an [`OpenTransaction`], and otherwise, through `Deref`,
-/// [`OtherProbe::probe`] (a generic parameter among them: its type is not known to be a
-/// transaction). Both are inherent, so the generated code imports no trait.
-pub struct TransactionProbe<T: ?Sized>(PhantomData<fn(&T)>);
-
-impl<T: ?Sized> TransactionProbe<T> {
-    /// The probe of `value`'s type.
-    pub const fn of(_value: &T) -> Self {
-        Self(PhantomData)
-    }
-
-    /// The probe of the type `T`, for a parameter bound by a pattern.
-    #[allow(clippy::new_without_default)]
-    pub const fn new() -> Self {
-        Self(PhantomData)
-    }
-}
-
-impl<T: OpenTransaction + ?Sized> TransactionProbe<T> {
-    /// An open transaction.
-    pub fn probe(&self) -> InTransaction {
-        InTransaction
-    }
-}
-
-impl<T: ?Sized> std::ops::Deref for TransactionProbe<T> {
-    type Target = OtherProbe;
-
-    fn deref(&self) -> &OtherProbe {
-        &OtherProbe
-    }
-}
-
-/// What a [`TransactionProbe`] of any other type falls back to.
-pub struct OtherProbe;
-
-impl OtherProbe {
-    /// Not an open transaction.
-    pub fn probe(&self) -> NoTransaction {
-        NoTransaction
-    }
-}
-
-/// What the probe of an open transaction finds.
-pub struct InTransaction;
-
-/// What the probe of any other type finds.
-pub struct NoTransaction;
-
-/// What a retried function's parameter must be: not an open transaction.
-#[diagnostic::on_unimplemented(
-    message = "`#[retry]` retries a statement inside an open transaction, which fails once the transaction is aborted",
-    label = "this parameter is an open database transaction (`persevere::OpenTransaction`)",
-    note = "a statement that fails inside a transaction aborts it, so running it again fails too (PostgreSQL answers 25P02); put `#[retry]` on the function that begins and commits the transaction, so each attempt runs it whole",
-    note = "if the body rolls back to a savepoint of its own before each attempt (CockroachDB's retry protocol), mark the parameter `#[savepoint]`"
-)]
-pub trait OutsideTransaction {}
-
-impl OutsideTransaction for NoTransaction {}
-
-/// What a parameter marked `#[savepoint]` must be: an open transaction.
-#[diagnostic::on_unimplemented(
-    message = "`#[savepoint]` marks a parameter that is an open transaction, and `{Self}` is not one",
-    label = "not an open database transaction (`persevere::OpenTransaction`)",
-    note = "`#[savepoint]` lets a `#[retry]` function take an open transaction whose body rolls back to a savepoint before each attempt; remove it from this parameter"
-)]
-pub trait SavepointParam {}
-
-impl<T: OpenTransaction + ?Sized> SavepointParam for T {}
-
-/// Checks that a parameter marked `#[savepoint]` is an open transaction.
-#[inline]
-pub fn savepoint<T: SavepointParam + ?Sized>(_value: &T) {}
-
-/// Checks that a parameter is not an open transaction.
-#[inline]
-pub fn outside_transaction<P: OutsideTransaction>(_probe: P) {}
-
 /// An error type that can say "this attempt was cut short".
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot report an attempt cut short at its deadline or `attempt_timeout`",
     label = "an async `#[retry]` function cancels an attempt still running at its time limit, and needs `{Self}: From<persevere::AttemptTimedOut>` to say so",
-    note = "if `{Self}` is a type of yours, add a variant for it and `impl From<persevere::AttemptTimedOut> for {Self}` (or mark a variant that holds a `persevere::AttemptTimedOut` with `#[timed_out]` under `#[derive(Classify)]`); if it is another crate's, no crate but persevere can give it that impl: return an error type of yours that wraps it (for `reqwest::Error`, `persevere::reqwest::RequestError` is one); `std::io::Error`, `http::StatusCode` and `persevere::http::StatusError` (feature `http`), `persevere::reqwest::RequestError`, `Box<dyn Error + Send + Sync>` and `anyhow::Error` have it already"
+    note = "if `{Self}` is a type of yours, add a variant for it and `impl From<persevere::AttemptTimedOut> for {Self}` (or mark a variant that holds a `persevere::AttemptTimedOut` with `#[timed_out]` under `#[derive(Classify)]`); if it is another crate's, no crate but persevere can give it that impl: return an error type of yours that wraps it (for `reqwest::Error`, `persevere::reqwest::RequestError` is one; for `tokio_postgres::Error`, `persevere::postgres::PostgresError`); `std::io::Error`, `http::StatusCode` and `persevere::http::StatusError` (feature `http`), `persevere::reqwest::RequestError`, `tonic::Status`, `sqlx::Error`, `persevere::postgres::PostgresError`, `Box<dyn Error + Send + Sync>` and `anyhow::Error` have it already"
 )]
 pub trait FromTimeout {
     /// This error for a timed-out attempt.
