@@ -62,14 +62,14 @@ pub fn retry(args: TokenStream, written: TokenStream, written_above: Option<&Pat
         None => quote!(::persevere::__private),
     };
     valid::function(&args, &item, written_above.is_some(), &mut errors);
-    let plan = func::analyse(&item, &private, &savepoints);
+    let mut plan = func::analyse(&item, &private, &savepoints);
     let key_check = plan
         .as_ref()
         .and_then(|plan| valid::key(&args, plan, &private, &mut errors));
-    let checks = match &plan {
+    let checks = match &mut plan {
         Some(plan) => {
             let mut checks = key_check.unwrap_or_default();
-            checks.extend(plan.outside_transaction.clone());
+            checks.extend(std::mem::take(&mut plan.outside_transaction));
             checks
         }
         None => TokenStream::new(),

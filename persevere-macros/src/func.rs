@@ -200,8 +200,8 @@ fn outside_transaction(sig: &Signature, private: &TokenStream, savepoints: &[boo
         return checks;
     }
     // In a closure that is never called: type-checked, where an open transaction is
-    // reported, but never compiled to code (the probes cost no code generation per
-    // parameter type, which a retried function's build time would pay).
+    // reported, and nothing of it runs. (Its build cost is the type check, whether in a
+    // closure or not: BENCHMARKS.md.)
     quote! {
         let _ = || {
             #checks

@@ -23,7 +23,7 @@ const DEFAULT_DEADLINE: std::time::Duration = std::time::Duration::from_secs(30)
 pub fn function(args: &Args, item: &ItemFn, marked_above: bool, errors: &mut Option<syn::Error>) {
     signature(item, errors);
     idempotent(args, item, marked_above, errors);
-    unsent(args, safe_to_repeat(args, item, marked_above), errors);
+    without_effect(args, safe_to_repeat(args, item, marked_above), errors);
     hedge(args, item, marked_above, errors);
     if let (Some(timeout), None) = (&args.attempt_timeout, &item.sig.asyncness) {
         push(
@@ -71,8 +71,8 @@ fn safe_to_repeat(args: &Args, item: &ItemFn, marked_above: bool) -> bool {
 /// concerns only failures they never retry would do nothing, and is refused at its name,
 /// saying why. `safe`: the function is marked safe to repeat besides (`#[idempotent]` or
 /// a key).
-fn unsent(args: &Args, safe: bool, errors: &mut Option<syn::Error>) {
-    let Some(on) = On::without_effect(args.on.as_ref()) else {
+fn without_effect(args: &Args, safe: bool, errors: &mut Option<syn::Error>) {
+    let Some((on, _)) = On::without_effect(args.on.as_ref()) else {
         return;
     };
     let idle = [
@@ -137,13 +137,8 @@ fn hedge(args: &Args, item: &ItemFn, marked_above: bool, errors: &mut Option<syn
     }
     if !safe_to_repeat(args, item, marked_above) {
         let unsent = match On::without_effect(args.on.as_ref()) {
-            Some(on) => format!(
-                "; `on = {on}` is not enough: a hedge is sent before the first request is known to have failed, let alone {}",
-                if on == "unsent" {
-                    "never to have left"
-                } else {
-                    "to have taken no effect"
-                }
+            Some((on, proof)) => format!(
+                "; `on = {on}` is not enough: a hedge is sent before the first request is known to have failed, let alone {proof}"
             ),
             None => String::new(),
         };

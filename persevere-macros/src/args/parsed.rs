@@ -44,13 +44,13 @@ pub enum On {
 }
 
 impl On {
-    /// The keyword of a filter that retries only failures without effect (`unsent` or
-    /// `not_applied`), which a function not marked safe to repeat may use; `None` for
-    /// the others.
-    pub fn without_effect(on: Option<&On>) -> Option<&'static str> {
+    /// A filter that retries only failures without effect, which a function not marked
+    /// safe to repeat may use: its keyword, and what its failures prove of the request;
+    /// `None` for the others.
+    pub fn without_effect(on: Option<&On>) -> Option<(&'static str, &'static str)> {
         match on {
-            Some(On::Unsent(_)) => Some("unsent"),
-            Some(On::NotApplied(_)) => Some("not_applied"),
+            Some(On::Unsent(_)) => Some(("unsent", "never to have left")),
+            Some(On::NotApplied(_)) => Some(("not_applied", "to have taken no effect")),
             _ => None,
         }
     }

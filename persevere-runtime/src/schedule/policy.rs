@@ -103,8 +103,10 @@ pub enum Repeat {
 }
 
 impl Repeat {
-    /// Whether a failed attempt of class `class`, failed on its own (not cut at its time
-    /// limit, not out of a nested retried call), may be made again.
+    /// Whether this rule lets a failed attempt of class `class`, failed on its own (not
+    /// cut at its time limit, not out of a nested retried call), be made again. Whether
+    /// the class is worth retrying at all is the class's to say
+    /// ([`Class::is_retryable`]), asked first.
     pub const fn admits(self, class: Class) -> bool {
         match self {
             Repeat::Any => true,
