@@ -6,6 +6,7 @@
 
 mod future;
 mod handling;
+mod opaque;
 mod parts;
 mod site;
 mod steps;
@@ -19,7 +20,7 @@ use crate::args::parsed::Args;
 use crate::diag::with_item;
 use crate::expand::parts::Parts;
 use crate::func::{self, RetryFn};
-use crate::item::{LightFn, inner_attributes, is_attr};
+use crate::item::{LightFn, RETRY_MARK, inner_attributes, is_attr, is_retry_mark, resolving};
 use crate::valid;
 
 /// Expands `#[retry(args)] item`. On any error, the errors are emitted together with
@@ -29,6 +30,9 @@ use crate::valid;
 /// it expands it (see `idempotent.rs`): the function is then marked safe to repeat, and
 /// the path is used in the generated function so that its import stays used.
 pub fn retry(args: TokenStream, written: TokenStream, written_above: Option<&Path>) -> TokenStream {
+    if args.is_empty() && is_retry_mark(&written) {
+        return written;
+    }
     let LightFn { mut item, body } = match LightFn::split(written.clone()) {
         Ok(function) => function,
         Err(e) => {
@@ -86,8 +90,8 @@ pub fn retry(args: TokenStream, written: TokenStream, written_above: Option<&Pat
 }
 
 /// The function as written, to emit with errors. If an `#[idempotent]` above expanded
-/// `#[retry]`, the compiler never resolved that `#[retry]`: a `use` of its path, after
-/// the body's inner attributes, keeps its import from being reported unused.
+/// `#[retry]`, the compiler never resolved that `#[retry]`: an item that resolves its
+/// path, after the body's inner attributes, keeps its import from being reported unused.
 pub fn as_written(item: ItemFn, body: &Group, written_above: Option<&Path>) -> TokenStream {
     let ItemFn {
         attrs, vis, sig, ..
@@ -96,7 +100,7 @@ pub fn as_written(item: ItemFn, body: &Group, written_above: Option<&Path>) -> T
         return quote!(#(#attrs)* #vis #sig #body);
     };
     let (mut stream, statements) = inner_attributes(body);
-    stream.extend(quote!(#[allow(unused_imports)] use #path as _;));
+    stream.extend(resolving(path, RETRY_MARK));
     stream.extend(statements);
     let mut moved = Group::new(Delimiter::Brace, stream);
     moved.set_span(body.span());

@@ -6,9 +6,9 @@
 //! a build (proc macros run unoptimised in a debug build), so the body stays a token
 //! tree, handed back to the compiler as written.
 
-use proc_macro2::{Delimiter, Group, Span, TokenStream, TokenTree};
+use proc_macro2::{Delimiter, Group, Ident, Span, TokenStream, TokenTree};
 use syn::parse::{ParseStream, Parser};
-use syn::{Attribute, Block, ItemFn, Signature, Visibility};
+use syn::{Attribute, Block, ItemFn, Path, Signature, Visibility};
 
 /// A function with a body, the body unparsed.
 pub struct LightFn {
@@ -84,4 +84,29 @@ pub fn inner_attributes(body: &Group) -> (TokenStream, TokenStream) {
 /// `#[persevere::retry]`.
 pub fn is_attr(attr: &Attribute, name: &str) -> bool {
     attr.path().segments.last().is_some_and(|s| s.ident == name)
+}
+
+/// The name of the item that resolves a `#[retry]`'s path which the compiler never
+/// resolved (an `#[idempotent]` above it expanded it): `#[retry]` on it expands to the
+/// item unchanged.
+pub const RETRY_MARK: &str = "__persevere_retry_mark";
+
+/// Items that make the compiler resolve `path`, an attribute macro's (`#[idempotent]`
+/// read by `#[retry]` below it, or a `#[retry]` that `#[idempotent]` above it
+/// expanded), so that its import is used: an empty function under that attribute, and
+/// a use of the function. No lint needs allowing, which a crate's `forbid` would refuse.
+pub fn resolving(path: &Path, name: &str) -> TokenStream {
+    let mark = Ident::new(name, Span::mixed_site());
+    quote::quote! {
+        #[#path]
+        fn #mark() {}
+        let _ = #mark;
+    }
+}
+
+/// Whether `item` is the function [`resolving`] makes for a `#[retry]`'s path.
+pub fn is_retry_mark(item: &TokenStream) -> bool {
+    let mut trees = item.clone().into_iter();
+    matches!(trees.next(), Some(TokenTree::Ident(f)) if f == "fn")
+        && matches!(trees.next(), Some(TokenTree::Ident(name)) if name == RETRY_MARK)
 }

@@ -31,52 +31,61 @@ pub use crate::key::IdempotencyKey;
 pub use crate::schedule::hook::BeforeWait;
 pub use crate::schedule::policy::{Jitter, Layers, Policy, Repeat};
 
-/// Picks how to show the errors of an outcome of type `R` by autoref:
-/// `(&&&Describe::<R>::new()).show()` resolves to the first of [`ShowDisplay`],
-/// [`ShowDebug`], [`ShowOpaque`] whose bound `R`'s error type meets. Any `R` has one,
-/// so a return type that is not a `Result` is reported once, where it is required to be.
-pub struct Describe<R: ?Sized>(PhantomData<fn(&R)>);
+/// Picks how to show the errors of an outcome of type `R`:
+/// `Describe::<R>::new().show()` is the first of three inherent methods whose bound
+/// `R`'s error type meets, through `Deref`: by `Display` here, else by `Debug`
+/// ([`DescribeDebug`]), else by the type's name ([`DescribeName`]). Inherent, so the
+/// generated code imports no trait. Any `R` has one, so a return type that is not a
+/// `Result` is reported once, where it is required to be.
+pub struct Describe<R: ?Sized>(PhantomData<fn(&R)>, DescribeDebug<R>);
 
 impl<R: ?Sized> Describe<R> {
     /// The describer of outcomes of type `R`.
     #[allow(clippy::new_without_default)]
     pub const fn new() -> Self {
-        Self(PhantomData)
+        Self(PhantomData, DescribeDebug(PhantomData))
     }
 }
 
-/// Shows an error through its `Display`.
-pub trait ShowDisplay {
-    /// How to show it.
-    fn show(&self) -> ViaDisplay;
-}
-
-impl<T, E: fmt::Display> ShowDisplay for &&Describe<Result<T, E>> {
-    fn show(&self) -> ViaDisplay {
+impl<T, E: fmt::Display> Describe<Result<T, E>> {
+    /// Shows an error through its `Display`.
+    pub fn show(&self) -> ViaDisplay {
         ViaDisplay
     }
 }
 
-/// Shows an error through its `Debug`.
-pub trait ShowDebug {
-    /// How to show it.
-    fn show(&self) -> ViaDebug;
+impl<R: ?Sized> std::ops::Deref for Describe<R> {
+    type Target = DescribeDebug<R>;
+
+    fn deref(&self) -> &DescribeDebug<R> {
+        &self.1
+    }
 }
 
-impl<T, E: fmt::Debug> ShowDebug for &Describe<Result<T, E>> {
-    fn show(&self) -> ViaDebug {
+/// What a [`Describe`] of an error without `Display` falls back to.
+pub struct DescribeDebug<R: ?Sized>(PhantomData<fn(&R)>);
+
+impl<T, E: fmt::Debug> DescribeDebug<Result<T, E>> {
+    /// Shows an error through its `Debug`.
+    pub fn show(&self) -> ViaDebug {
         ViaDebug
     }
 }
 
-/// Shows an error by its type's name.
-pub trait ShowOpaque {
-    /// How to show it.
-    fn show(&self) -> ViaName;
+impl<R: ?Sized> std::ops::Deref for DescribeDebug<R> {
+    type Target = DescribeName;
+
+    fn deref(&self) -> &DescribeName {
+        &DescribeName
+    }
 }
 
-impl<R> ShowOpaque for Describe<R> {
-    fn show(&self) -> ViaName {
+/// What a [`Describe`] of an error without `Display` or `Debug` falls back to.
+pub struct DescribeName;
+
+impl DescribeName {
+    /// Shows an error by its type's name.
+    pub fn show(&self) -> ViaName {
         ViaName
     }
 }

@@ -44,6 +44,15 @@ mod tests {
         }
     }
 
+    // An `impl Trait` in the result that borrows from an argument: in edition 2021 an
+    // async fn's opaque result captures the argument's lifetime, and so must the
+    // expansion's.
+    #[retry(base = "10ms", jitter = "none")]
+    #[idempotent]
+    async fn shown<'a>(flaky: &Flaky, label: &'a str) -> io::Result<impl std::fmt::Display + 'a> {
+        flaky.call().map(|_| label)
+    }
+
     // Two elided lifetimes, both captured by the future.
     #[retry(base = "10ms", jitter = "none")]
     #[idempotent]
@@ -112,6 +121,10 @@ mod tests {
         assert_eq!(fill(&flaky, &mut buffer).await.unwrap(), 1);
         assert_eq!(buffer, [2]);
         assert_eq!(flaky.calls(), 3);
+
+        let flaky = Flaky::new(1);
+        assert_eq!(shown(&flaky, "tea").await.unwrap().to_string(), "tea");
+        assert_eq!(flaky.calls(), 2);
 
         let flaky = Flaky::new(1);
         assert_eq!(flaky.find("four").await.unwrap(), 4);

@@ -93,6 +93,7 @@ const MACROS: &[&str] = &[
     "valid::signature",
     "valid",
     // The expansion: the site, the handling, the shared pieces, the two expansions.
+    "expand::opaque",
     "expand::site",
     "expand::handling",
     "expand::parts",

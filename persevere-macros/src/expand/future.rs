@@ -22,7 +22,8 @@ use crate::expand::site::duration;
 //         // the body's inner attributes, `#![...]`, if any
 //         static SITE: Site = Site::new(&SITE, concat!(module_path!(), "::fetch"),
 //             Policy::new().with_deadline(Duration::new(5, 0)), true);
-//         use idempotent as _; // the `#[idempotent]` read here, its import kept used
+//         #[idempotent] fn mark() {} // the `#[idempotent]` read here, its import kept used
+//         let _ = mark;
 //         retrying::<Result<User, ApiError>, _, _, _, _, _, _>(
 //             &SITE.policy,
 //             move || {
@@ -32,19 +33,21 @@ use crate::expand::site::duration;
 //                     body
 //                 }
 //             },
-//             Handling::new(by_classify, (&&&Describe::<Result<User, ApiError>>::new()).show(),
+//             Handling::new(by_classify, Describe::<Result<User, ApiError>>::new().show(),
 //                 Unused, Unused, Unused),
 //         )
 //     }
 //
 // `hedge = ...` calls `hedged` instead, given a static `Hedge` that says when, before
-// the closure.
+// the closure. A return type with `impl Trait` in it is named with `_` in its place
+// (`Describe` with `()`), so that the driver's result defines the opaque type.
 pub fn expand(args: &Args, private: &TokenStream, parts: Parts) -> TokenStream {
     let Parts {
         attrs,
         vis,
         mut sig,
         output,
+        named,
         rebinds,
         site,
         site_static,
@@ -75,10 +78,7 @@ pub fn expand(args: &Args, private: &TokenStream, parts: Parts) -> TokenStream {
             (quote!(#private::hedged), hedge_static, hedge_arg)
         }
     };
-    let retrying = locate(
-        quote!(#retrying::<#output, _, _, _, _, _, _>),
-        output.span(),
-    );
+    let retrying = locate(quote!(#retrying::<#named, _, _, _, _, _, _>), output.span());
     let mut arguments = Group::new(
         Delimiter::Parenthesis,
         quote! {

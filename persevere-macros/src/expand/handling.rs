@@ -8,23 +8,27 @@ use syn::{Ident, Type};
 
 use crate::args::parsed::{Args, On};
 use crate::diag::locate;
+use crate::expand::opaque::with_opaque_as;
 
 /// How the function treats its failures: `Handling::new(classify, show, on_open,
 /// on_timeout, before_wait)`, each hook located where a missing conversion or a wrong
 /// type is best reported, or `Unused`.
-pub fn handling(args: &Args, output: &Type, is_async: bool, private: &TokenStream) -> TokenStream {
+pub fn handling(
+    args: &Args,
+    declared: &Type,
+    is_async: bool,
+    private: &TokenStream,
+) -> TokenStream {
+    let output = &with_opaque_as(declared, &syn::parse_quote!(_));
     let classify = classifier(args, output, private);
+    // Only the error type matters here, and nothing else gives an `impl Trait` in `T` a
+    // type: `()` stands in for it.
+    let described = with_opaque_as(declared, &syn::parse_quote!(()));
     // The events show the error by `Display`, else `Debug`, else its type's name; the
     // choice needs the concrete type, so it is made here, by autoref. Located at the
     // return type, with the rest, so that one that is not a `Result` is reported once.
     let show = locate(
-        quote! {
-            {
-                #[allow(unused_imports)]
-                use #private::{ShowDebug as _, ShowDisplay as _, ShowOpaque as _};
-                (&&&#private::Describe::<#output>::new()).show()
-            }
-        },
+        quote!(#private::Describe::<#described>::new().show()),
         output.span(),
     );
     let unused = quote!(#private::Unused);

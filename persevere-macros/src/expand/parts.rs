@@ -8,9 +8,10 @@ use syn::{Attribute, Ident, ItemFn, Path, Signature, Type, Visibility};
 
 use crate::args::parsed::Args;
 use crate::expand::handling::handling;
+use crate::expand::opaque::with_opaque_as;
 use crate::expand::site::site_static;
 use crate::func::RetryFn;
-use crate::item::{inner_attributes, is_attr};
+use crate::item::{RETRY_MARK, inner_attributes, is_attr, resolving};
 
 /// A name of the generated code's own, which the body cannot see or shadow.
 pub fn hidden(name: &str) -> Ident {
@@ -23,8 +24,12 @@ pub struct Parts {
     pub attrs: Vec<Attribute>,
     pub vis: Visibility,
     pub sig: Signature,
-    /// The declared return type.
+    /// The declared return type, for the signature.
     pub output: Type,
+    /// The return type where an expression names it: the declared one with `_` for
+    /// each `impl Trait` in it, which only a signature may name. The driver's result
+    /// then defines the opaque type, as a body's tail does.
+    pub named: Type,
     /// Statements that give each attempt its own copy of the arguments.
     pub rebinds: Vec<TokenStream>,
     /// Whether the function takes an `&mut`, which only a loop in its own body can lend
@@ -66,6 +71,7 @@ impl Parts {
         let site = hidden("__PERSEVERE_SITE");
         let fake = hidden("__persevere_fake_return");
         let site_static = site_static(args, private, &site, &plan.item.sig.ident);
+        let named = with_opaque_as(&plan.output, &syn::parse_quote!(_));
         let handling = handling(
             args,
             &plan.output,
@@ -94,7 +100,7 @@ impl Parts {
         // crate's `forbid` would refuse.
         let (inner, stmts) = inner_attributes(body);
         let typed = quote! {
-            if let ::core::option::Option::Some(#fake) = ::core::option::Option::<#output>::None {
+            if let ::core::option::Option::Some(#fake) = ::core::option::Option::<#named>::None {
                 return #fake;
             }
         };
@@ -103,6 +109,7 @@ impl Parts {
             vis,
             sig,
             output,
+            named,
             rebinds,
             exclusive,
             site,
@@ -118,22 +125,23 @@ impl Parts {
     }
 }
 
-/// The marks read, as `use`s of their paths, each `#[idempotent]` removed from `attrs`.
+/// The marks read, as items that resolve their paths, each `#[idempotent]` removed
+/// from `attrs`.
 ///
 /// `#[idempotent]` below `#[retry]` has done its work (it was read above): dropped, it
-/// does not expand the generated function a second time for nothing, and a `use` of its
-/// path keeps the import of it used; likewise the path of a `#[retry]` that an
-/// `#[idempotent]` above it expanded, which the compiler never resolved.
+/// does not expand the generated function a second time for nothing, and an empty
+/// function under it keeps the import of its path used; likewise the path of a
+/// `#[retry]` that an `#[idempotent]` above it expanded, which the compiler never
+/// resolved.
 fn marks(attrs: &mut Vec<Attribute>, written_above: Option<&Path>) -> TokenStream {
     let mut marks = TokenStream::new();
     if let Some(path) = written_above {
-        marks.extend(quote!(#[allow(unused_imports)] use #path as _;));
+        marks.extend(resolving(path, RETRY_MARK));
     }
     attrs.retain(|attr| {
         let read = is_attr(attr, "idempotent") && matches!(attr.meta, syn::Meta::Path(_));
         if read {
-            let path = attr.path();
-            marks.extend(quote!(#[allow(unused_imports)] use #path as _;));
+            marks.extend(resolving(attr.path(), "__persevere_idempotent_mark"));
         }
         !read
     });

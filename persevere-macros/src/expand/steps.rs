@@ -42,6 +42,7 @@ pub fn expand(private: &TokenStream, parts: Parts) -> TokenStream {
         vis,
         sig,
         output,
+        named,
         rebinds,
         site,
         site_static,
@@ -69,7 +70,7 @@ pub fn expand(private: &TokenStream, parts: Parts) -> TokenStream {
     } else {
         let mut statements = Group::new(Delimiter::Brace, stmts);
         statements.set_span(body);
-        quote!(|| -> #output #statements)
+        quote!(|| -> #named #statements)
     };
     let step = step(private, &output, is_async, &run, &handling_var, attempt);
     let begin = if is_async {

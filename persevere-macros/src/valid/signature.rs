@@ -72,15 +72,6 @@ fn output(sig: &Signature, errors: &mut Option<syn::Error>) {
         )
     } else if !may_be_result(written) {
         "`#[retry]` needs a function that returns `Result`: this type has no `Err`, so no failure can be seen or retried; declare `-> Result<T, E>`".to_owned()
-    } else if let Some(opaque) = opaque_within(written) {
-        push(
-            errors,
-            syn::Error::new_spanned(
-                opaque,
-                "`#[retry]` cannot wrap a function whose result has `impl Trait` in it: each attempt's result passes through the retry driver, which must name its type, and Rust allows `impl Trait` only in a signature; name the type, or box it (`Box<dyn Trait>`)",
-            ),
-        );
-        return;
     } else {
         return;
     };
@@ -103,30 +94,6 @@ fn as_written(ty: &Type) -> String {
         }
     }
     written
-}
-
-/// The first `impl Trait` inside `ty`'s generic arguments, tuples, references, arrays
-/// and slices (`Result<impl Display, E>`, `io::Result<(u8, impl Debug)>`).
-fn opaque_within(ty: &Type) -> Option<&Type> {
-    match ty {
-        Type::ImplTrait(_) => Some(ty),
-        Type::Group(group) => opaque_within(&group.elem),
-        Type::Paren(paren) => opaque_within(&paren.elem),
-        Type::Reference(reference) => opaque_within(&reference.elem),
-        Type::Array(array) => opaque_within(&array.elem),
-        Type::Slice(slice) => opaque_within(&slice.elem),
-        Type::Tuple(tuple) => tuple.elems.iter().find_map(opaque_within),
-        Type::Path(path) => path.path.segments.iter().find_map(|segment| {
-            let syn::PathArguments::AngleBracketed(arguments) = &segment.arguments else {
-                return None;
-            };
-            arguments.args.iter().find_map(|argument| match argument {
-                syn::GenericArgument::Type(ty) => opaque_within(ty),
-                _ => None,
-            })
-        }),
-        _ => None,
-    }
 }
 
 /// Whether `ty` may be a `Result`: false for the types that plainly are not (`()`, a

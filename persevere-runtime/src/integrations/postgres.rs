@@ -49,6 +49,7 @@ use crate::integrations::transaction::OpenTransaction;
 use crate::layer::deadline;
 
 /// A `#[retry]` function cannot take one: retry the function that begins and commits.
+#[diagnostic::do_not_recommend]
 impl OpenTransaction for tokio_postgres::Transaction<'_> {}
 
 /// Bounds every statement of `transaction` by the time left to the attempt (its

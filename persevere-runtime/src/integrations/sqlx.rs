@@ -94,6 +94,7 @@ impl From<CircuitOpen> for sqlx::Error {
 }
 
 /// A `#[retry]` function cannot take one: retry the function that begins and commits.
+#[diagnostic::do_not_recommend]
 impl<DB: sqlx::Database> OpenTransaction for sqlx::Transaction<'_, DB> {}
 
 #[cfg(test)]
