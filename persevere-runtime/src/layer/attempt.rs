@@ -9,8 +9,10 @@ use crate::layer::frame;
 /// attempt); 2 for the first retry, and so on. Code in a
 /// [`deadline::scope`](crate::layer::deadline::scope) counts as the attempt it runs in; a
 /// nested `#[retry]` call counts its own attempts; a hedged copy counts as the attempt it
-/// copies (a copy of a first attempt is 1); a task spawned inside an attempt runs outside
-/// it, and is 1.
+/// copies (a copy of a first attempt is 1); a tokio task spawned inside an attempt runs
+/// outside it, and is 1, even where a `LocalSet` polls it inside the attempt's poll. A
+/// future the attempt blocks on or polls itself is part of the attempt, as are the tasks
+/// of another executor, which have no tokio task id to tell them apart.
 ///
 /// ```
 /// # #[tokio::main(flavor = "current_thread")] async fn main() {

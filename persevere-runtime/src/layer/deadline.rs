@@ -13,7 +13,8 @@ use crate::layer::frame;
 use crate::time::clock::{Clock, TokioClock};
 
 /// The time left before the deadline of the enclosing `#[retry]` call or [`scope`];
-/// `None` outside any.
+/// `None` outside any, as in a tokio task spawned inside one (see
+/// [`attempt::number`](crate::attempt::number) on which code is inside).
 ///
 /// ```
 /// # #[tokio::main(flavor = "current_thread")] async fn main() {

@@ -5,6 +5,13 @@
 //! in a thread-local while its attempt runs: a blocking attempt's for as long as it
 //! runs, an async attempt's while it is being polled, swapped in and out on each poll as
 //! a task-local is, so tasks that share a thread never see each other's frames.
+//!
+//! The frame belongs to the tokio task that installed it (none, for a blocking attempt
+//! outside any task): a task that another executor polls inside the attempt's poll, as
+//! `LocalSet::run_until` polls the tasks of `spawn_local`, is not the attempt, and sees
+//! no frame. A future the attempt's own task polls (a `block_on` inside it, a join of
+//! several futures) is part of the attempt and sees it: tokio cannot tell it apart, nor
+//! the tasks of an executor other than tokio's, which have no tokio task id.
 
 use std::cell::Cell;
 use std::future::Future;
@@ -12,6 +19,8 @@ use std::num::NonZeroU64;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
+
+use tokio::task::Id as TaskId;
 
 use crate::time::clock::{Clock, CompactDeadline, CompactInstant, TokioClock};
 
@@ -199,11 +208,27 @@ thread_local! {
     /// The frame of the layer whose attempt is running on this thread right now: an
     /// async attempt's while it is being polled, a blocking attempt's while it runs.
     static FRAME: Cell<Frame> = const { Cell::new(Frame::OUTSIDE) };
+    /// The tokio task that installed `FRAME`; `None` outside any task (a blocking
+    /// attempt on a thread of its own, `block_on`'s future).
+    static OWNER: Cell<Option<TaskId>> = const { Cell::new(None) };
     /// The number of the attempt running now and the call's most attempts, set around
     /// each poll of an attempt of a call with state (every retry has one); read only
     /// when the frame says it is a retry's, so that a first attempt, which sets nothing,
     /// is never taken for the retry around it.
     static ATTEMPT: Cell<(u32, u32)> = const { Cell::new((1, 1)) };
+}
+
+/// Whether the code running now is the task that installed this thread's frame (see
+/// the module's notes): only then does it run inside that frame's attempt.
+#[inline]
+fn owned() -> bool {
+    OWNER.get() == tokio::task::try_id()
+}
+
+/// The frame of the layer whose attempt the code running now is part of.
+#[inline]
+fn visible() -> Frame {
+    if owned() { FRAME.get() } else { Frame::OUTSIDE }
 }
 
 /// The deadline of the enclosing layer, if any.
@@ -216,6 +241,9 @@ pub(crate) fn enclosing_deadline() -> Option<Instant> {
 /// clock yet, it starts now, read from `now`.
 #[inline]
 pub(crate) fn enclosing(now: impl FnOnce() -> Instant) -> CompactDeadline {
+    if !owned() {
+        return CompactDeadline::NONE;
+    }
     let mut frame = FRAME.get();
     let lazy = frame.0 & Frame::STARTED == 0;
     let deadline = frame.deadline(now);
@@ -228,7 +256,7 @@ pub(crate) fn enclosing(now: impl FnOnce() -> Instant) -> CompactDeadline {
 /// The number of the retry running now and its call's most attempts; `None` in a first
 /// attempt, or outside any `#[retry]` call.
 pub(crate) fn current_retry() -> Option<(u32, u32)> {
-    FRAME.get().is_retry().then(|| ATTEMPT.get())
+    visible().is_retry().then(|| ATTEMPT.get())
 }
 
 /// The attempt number installed for one poll of an attempt, the previous one put back
@@ -306,11 +334,15 @@ impl Drop for AttemptLimitScope {
 
 /// The frame of the layer whose attempt runs now.
 pub(crate) fn current_frame() -> Frame {
-    FRAME.get()
+    visible()
 }
 
 /// Tells the enclosing layer, if any, that a failure went through a retrying layer.
 pub(crate) fn mark_inner_failure() {
+    // A task polled inside another's attempt does not fail that attempt.
+    if !owned() {
+        return;
+    }
     // Outside any layer, the mark is on `Frame::OUTSIDE`'s copy, which nobody reads.
     let mut frame = FRAME.get();
     frame.mark_inner_failed();
@@ -375,8 +407,9 @@ pub(crate) fn swap_inner_failure(marked: bool) -> bool {
 /// assert_eq!(attempts, 3); // without the call above: 1
 /// ```
 pub fn nested_failure_handled() {
-    let frame = FRAME.get();
-    FRAME.set(frame.moved_on());
+    if owned() {
+        FRAME.set(FRAME.get().moved_on());
+    }
 }
 
 /// A layer's frame, installed as this thread's until [`Entered::leave`] (or a panic)
@@ -384,14 +417,27 @@ pub fn nested_failure_handled() {
 /// does not bring a copy of its own into the build.
 pub(crate) struct Entered {
     previous: Frame,
+    previous_owner: Option<TaskId>,
 }
 
 impl Entered {
-    /// Installs `frame`.
+    /// Installs `frame`, as the frame of the task running now.
     #[cfg_attr(not(debug_assertions), inline(always))]
     pub(crate) fn new(frame: Frame) -> Self {
+        let owner = tokio::task::try_id();
         Self {
             previous: FRAME.replace(frame),
+            previous_owner: OWNER.replace(owner),
+        }
+    }
+
+    /// The frame that encloses the one installed, as the task running now sees it.
+    #[inline]
+    fn enclosing(&self) -> Frame {
+        if self.previous_owner == OWNER.get() {
+            self.previous
+        } else {
+            Frame::OUTSIDE
         }
     }
 
@@ -402,7 +448,7 @@ impl Entered {
     #[cfg_attr(not(debug_assertions), inline(always))]
     pub(crate) fn must_begin(&self, frame: Frame) -> bool {
         const _: () = assert!(Frame::NO_DEADLINE << 1 == Frame::BEGINS_AT_ONCE);
-        let wanted = frame.0 | ((!self.previous.0 & Frame::NO_DEADLINE) << 1);
+        let wanted = frame.0 | ((!self.enclosing().0 & Frame::NO_DEADLINE) << 1);
         wanted & (Frame::BEGINS_AT_ONCE | Frame::STARTED) == Frame::BEGINS_AT_ONCE
     }
 
@@ -410,6 +456,7 @@ impl Entered {
     #[cfg_attr(not(debug_assertions), inline(always))]
     pub(crate) fn leave(self) -> Frame {
         let frame = FRAME.replace(self.previous);
+        OWNER.set(self.previous_owner);
         std::mem::forget(self);
         frame
     }
@@ -419,6 +466,7 @@ impl Drop for Entered {
     /// Unwinding from a panic inside, puts the previous frame back all the same.
     fn drop(&mut self) {
         FRAME.set(self.previous);
+        OWNER.set(self.previous_owner);
     }
 }
 
@@ -457,7 +505,7 @@ fn in_layer<F: Future>(frame: Frame, future: F) -> InLayer<F> {
 fn scope_frame(deadline: Option<Instant>) -> Frame {
     let deadline = CompactDeadline::new(earliest(deadline, enclosing_deadline()));
     // Code in the scope runs in the enclosing attempt: a retry's, if that is one.
-    Frame::known(deadline).retrying(FRAME.get().is_retry())
+    Frame::known(deadline).retrying(visible().is_retry())
 }
 
 /// Runs `fut` with `deadline`, cut at any enclosing deadline, as the deadline of
