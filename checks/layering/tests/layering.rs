@@ -29,6 +29,7 @@ const RUNTIME: &[&str] = &[
     "time::timer",
     // The enclosing call: its frame, the deadline it hands down, the attempt it makes.
     "layer::frame",
+    "layer::scope",
     "layer::deadline",
     "layer::attempt",
     // Shared state per dependency and per function.

@@ -29,7 +29,7 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use crate::layer::frame::{InLayer, scoped};
+use crate::layer::scope::{InLayer, scoped};
 use crate::time::clock::{Clock, TokioClock};
 
 /// Wraps a service in [`DeadlineService`]: each request is handled under the deadline its

@@ -9,7 +9,7 @@
 use std::future::Future;
 use std::time::Duration;
 
-use crate::layer::frame;
+use crate::layer::{frame, scope};
 use crate::time::clock::{Clock, TokioClock};
 
 /// The time left before the deadline of the enclosing `#[retry]` call or [`scope`];
@@ -41,7 +41,7 @@ pub fn remaining() -> Option<Duration> {
 /// `tokio::time::timeout` as well to cut the work itself.
 pub async fn scope<F: Future>(timeout: Duration, fut: F) -> F::Output {
     let deadline = TokioClock::now().checked_add(timeout);
-    frame::with_deadline(deadline, fut).await
+    scope::with_deadline(deadline, fut).await
 }
 
 /// The `grpc-timeout` header value for `timeout`: at most 8 digits and a unit (`n`, `u`,
