@@ -453,3 +453,6 @@ impl Default for RetryBudget {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod histories;
