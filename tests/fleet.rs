@@ -279,7 +279,10 @@ async fn calls_that_keep_failing_return_their_error_and_the_budget_column_counts
     }
     assert_eq!(outcomes, [true, true, false, false, false, false]);
     assert_eq!(attempts[..2], [3, 3]);
-    assert!(attempts[2..].iter().all(|n| (1..=2).contains(n)), "{attempts:?}");
+    assert!(
+        attempts[2..].iter().all(|n| (1..=2).contains(n)),
+        "{attempts:?}"
+    );
     let stats = persevere::stats::get("fails_twice_each_call").unwrap();
     assert_eq!((stats.succeeded, stats.failed.budget_refused), (2, 4));
     let table = persevere::stats::all().to_string();

@@ -474,4 +474,4 @@ impl Default for RetryBudget {
 mod tests;
 
 #[cfg(test)]
-mod histories;
+mod history_tests;

@@ -121,7 +121,7 @@ fn outage_sum(budget: &RetryBudget, start: Instant, gap: Duration, n: u32) -> u3
 // Histories: a burst of 20,000 calls then an hour of quiet; a busy day at a call a
 // second; a burst then 10 s of quiet. The figure on the old budget: 500 in the
 // first 100. (An outage within a window of a burst spends the burst's share:
-// `histories::a_burst_then_an_outage_keeps_the_stated_bound_and_breaks_the_old_one`.)
+// `history_tests::a_burst_then_an_outage_keeps_the_stated_bound_and_breaks_the_old_one`.)
 // Can fail: tokens earned by calls no longer made, kept (500 in 100 calls).
 #[test]
 fn every_hundred_calls_of_an_outage_get_at_most_a_tenth_plus_the_reserve() {
