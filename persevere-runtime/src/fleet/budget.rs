@@ -162,8 +162,9 @@ impl RetryBudget {
         budget
     }
 
-    /// Sets the share of requests that may be retries, e.g. `0.1` for 10 %: each request
-    /// earns that much of a token.
+    /// Sets the ratio, e.g. `0.1` for 10 %: each request earns that much of a token, so
+    /// over a long outage retries are that share of requests (per window, the bound adds
+    /// what the budget held; see [`RetryBudget`]).
     ///
     /// # Panics
     ///
