@@ -246,6 +246,56 @@ async fn the_budget_is_on_by_default() {
     assert!((100 + 14..=100 + 16).contains(&calls), "{calls}");
 }
 
+static TWICE: AtomicU32 = AtomicU32::new(0);
+
+/// Its dependency fails the first two attempts of every call, then answers.
+#[retry(base = "100ms", jitter = "none")]
+#[idempotent]
+async fn fails_twice_each_call() -> io::Result<u32> {
+    let attempt = TWICE.fetch_add(1, Ordering::SeqCst) + 1;
+    if attempt <= 2 {
+        return Err(reset());
+    }
+    Ok(attempt)
+}
+
+// The README's plain words: when most calls of a function fail, only a share of them
+// retry, and the others return their failure; the `budget` column of the statistics
+// counts them. Six calls in a row, each failing twice before it would succeed: the
+// first takes 2 of its fresh reserve of 5, the second finds the budget busy and takes
+// the floor's 2 (the reserve is cut back to the floor); calls 3 to 6 have at most a
+// fraction of a retry and return their error after one or two attempts, each counted
+// as a call the budget refused.
+// Can fail: a floor that is a promise of 2 retries per call (calls 3 to 6 succeed), or
+// statistics that do not count the budget's refusals (the column shows 0).
+#[tokio::test(start_paused = true)]
+async fn calls_that_keep_failing_return_their_error_and_the_budget_column_counts_them() {
+    persevere::seed_thread_rng(38);
+    let mut attempts = Vec::new();
+    let mut outcomes = Vec::new();
+    for _ in 0..6 {
+        outcomes.push(fails_twice_each_call().await.is_ok());
+        attempts.push(TWICE.swap(0, Ordering::SeqCst));
+    }
+    assert_eq!(outcomes, [true, true, false, false, false, false]);
+    assert_eq!(attempts[..2], [3, 3]);
+    assert!(
+        attempts[2..].iter().all(|n| (1..=2).contains(n)),
+        "{attempts:?}"
+    );
+    let stats = persevere::stats::get("fails_twice_each_call").unwrap();
+    assert_eq!((stats.succeeded, stats.failed.budget_refused), (2, 4));
+    let table = persevere::stats::all().to_string();
+    let mut lines = table.lines();
+    let columns: Vec<&str> = lines.next().unwrap().split_whitespace().collect();
+    let row = lines
+        .find(|line| line.starts_with("fleet::fails_twice_each_call "))
+        .unwrap();
+    // "1st try" and its like are two words in the header, one column in a row.
+    let budget = columns.iter().position(|c| *c == "budget").unwrap() - 3;
+    assert_eq!(row.split_whitespace().nth(budget), Some("4"), "{table}");
+}
+
 // While busy (a request at least every 10 s), a spent budget is refilled by requests,
 // not by time.
 // Can fail: a budget that counts over a window gives its floor back when the window

@@ -51,9 +51,9 @@ use sim::{Report, Timeline, World};
 enum Guard {
     /// Nothing: every call makes all the attempts its policy allows.
     Nothing,
-    /// The default retry budget: retries up to 10 % of calls, plus a floor of 2 while
-    /// busy (a reserve of 5 after quiet), and half a retry back for each retried call
-    /// that succeeds.
+    /// The default retry budget: each call earns a tenth of a retry, the budget holds at
+    /// most 2 while busy (or 10 % of the last second's calls; a reserve of 5 after
+    /// quiet), and each retried call that succeeds gives half a retry back.
     Budget,
     /// The default circuit breaker (opens after 5 failures in a row, for 30 s, then one
     /// probe), and no budget.

@@ -291,6 +291,33 @@ fn giving_up_is_one_event_with_its_reason_and_level() {
     assert!(events[0].spans.is_empty());
 }
 
+/// A budget that pays one retry, then none while busy.
+static PAYS_ONE: RetryBudget = RetryBudget::new().with_floor(1).with_reserve(1);
+
+#[retry(base = "10ms", budget = PAYS_ONE)]
+#[idempotent]
+async fn budget_runs_out() -> io::Result<()> {
+    Err(io::ErrorKind::ConnectionReset.into())
+}
+
+// The fleet guide's word on a call the budget refuses: a WARN "gave up" with the reason
+// "the retry budget is spent", after the attempts it could pay for (2 of 6 here), and
+// the statistics' `budget` column counts it.
+// Can fail: a refusal reported as exhausted attempts, at DEBUG, or not at all.
+#[test]
+fn a_call_the_budget_refuses_is_a_warn_with_that_reason() {
+    let (out, events) = captured(budget_runs_out());
+    assert_eq!(out.unwrap_err().kind(), io::ErrorKind::ConnectionReset);
+    let gave_up = with_message(&events, "gave up");
+    assert_eq!(gave_up.len(), 1, "{events:#?}");
+    let e = gave_up[0];
+    assert_eq!(e.level, Level::WARN);
+    assert_eq!(e.fields["reason"], "the retry budget is spent");
+    assert_eq!(e.fields["attempts"], "2");
+    let stats = stats::get("telemetry::budget_runs_out").unwrap();
+    assert_eq!(stats.failed.budget_refused, 1);
+}
+
 // A type with neither Display nor Debug is still shown, by its name.
 struct Mute;
 

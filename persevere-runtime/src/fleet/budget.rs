@@ -1,5 +1,6 @@
-//! The retry budget: retries capped at a ratio of requests, plus a small reserve, for each
-//! budget (a process's function, or a shared `static`), in every window of time.
+//! The retry budget: retries held to a ratio of requests, plus what the budget may hold
+//! (its floor, a window's share of requests, or its reserve after quiet), for each budget
+//! (a process's function, or a shared `static`).
 
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -24,8 +25,9 @@ const QUIET_AFTER: Duration = Duration::from_secs(10);
 /// again three minutes after the last request.
 const REFILL: Duration = Duration::from_secs(170);
 
-/// A token bucket that keeps retries to a share of requests in every window of time,
-/// with a reserve so that a quiet function's call gets every attempt it is allowed.
+/// A token bucket that holds retries to a share of requests, what a busy budget holds to
+/// a window's share, and keeps a reserve so that a quiet function's call gets every
+/// attempt it is allowed.
 ///
 /// - Every request (a call's first attempt) earns `ratio` of a token: 0.1 by default.
 /// - Every retry spends one token, and so does every hedge (`#[retry(hedge = ...)]`, a
@@ -35,22 +37,35 @@ const REFILL: Duration = Duration::from_secs(170);
 ///   simply not sent).
 /// - A call that succeeds after retrying gives half a token back: its retry reached a
 ///   dependency that answers.
-/// - **While busy**, the balance holds at most the floor (2 tokens by default), or what
-///   the requests of the last `window` (1 s by default) earned if that is more: a busy
-///   budget can absorb a second's worth of failures at once, and the tokens of calls no
-///   longer made are gone a window after they stop.
+/// - **While busy** (each request less than 10 s after the one before), the balance
+///   holds at most the floor (2 tokens by default), or what the requests of the last
+///   `window` (1 s by default) earned if that is more: a busy budget can absorb a
+///   window's worth of failures at once, and the tokens of calls no longer made are gone
+///   a window after they stop. The floor is a ceiling, not a promise: a function whose
+///   calls fail one after another gets the floor's retries, then a tenth of a retry per
+///   call, and a call it cannot pay a retry for returns the failure it has.
 /// - **While quiet** (no request for 10 s), the budget refills towards
 ///   its reserve: one whole call's retries (5 by default, `attempts - 1` for a
 ///   function's own budget), full three minutes after the last request. The first call
 ///   after quiet may spend it all; the next request that finds the budget busy again
 ///   cuts what is left of it back to the busy ceiling.
 ///
-/// So, exactly, over any stretch of time in which the budget stays busy: **retries +
-/// hedges <= what it held at the start + ratio x requests + 1/2 x calls that succeeded
-/// after retrying (+ 1 for the last retry's debt)**, and what it held is at most the
-/// reserve, the floor, or a window's share of requests. When every request fails,
-/// retries are 10 % of requests plus that: a total outage costs a dependency 1.1x its
-/// load, not 6x, whatever traffic came before.
+/// So, exactly, over any stretch of time in which no request finds the budget quiet:
+/// **retries + hedges <= what it held at the start + ratio x requests + 1/2 x calls that
+/// succeeded after retrying (+ 1 for the last retry's debt)**, and what it held is at
+/// most the reserve, the floor, or ratio x the requests of the window before the
+/// stretch, whichever is most. In any one window of such a stretch (any second, by
+/// default), retries and hedges are then at most ratio x the requests of that window and
+/// the one before, plus the reserve (or the floor, if more), plus those halves, plus one.
+///
+/// That bounds each window, not each hundred calls: what a burst earned is there for
+/// the window after it. 10,000 requests that succeed in one second, then 100 that fail
+/// in the next 100 ms, get 500 retries (all 6 attempts each: 6.00x their load, within
+/// the bound of 1,016); an outage of 1,000 calls a second right after that burst gets
+/// 1,004 retries in its first second and 100 in each second after it (1.10x). Over a long
+/// outage, retries are the ratio of requests, plus what the budget held when it began:
+/// 1.1x. A request that finds the budget quiet refills it towards its reserve, which is
+/// why these bounds are stated over stretches without one.
 ///
 /// The budget refills from requests, and from time only while quiet, so a busy budget
 /// never lets an allowance out in a burst when a window turns; the probabilistic grant
@@ -119,8 +134,9 @@ pub struct BudgetSnapshot {
 }
 
 impl RetryBudget {
-    /// The default budget: retries up to 10 % of requests, a busy floor of 2, and a
-    /// quiet reserve of 5 (the retries of one call under the default 6 attempts).
+    /// The default budget: each request earns a tenth of a retry; while busy it holds at
+    /// most 2 (the floor) or 10 % of the last second's requests, whichever is more; after
+    /// quiet, a reserve of 5 (the retries of one call under the default 6 attempts).
     pub const fn new() -> Self {
         Self {
             ratio_ppm: PPM / 10,
@@ -146,8 +162,9 @@ impl RetryBudget {
         budget
     }
 
-    /// Sets the share of requests that may be retries, e.g. `0.1` for 10 %: each request
-    /// earns that much of a token.
+    /// Sets the ratio, e.g. `0.1` for 10 %: each request earns that much of a token, so
+    /// over a long outage retries are that share of requests (per window, the bound adds
+    /// what the budget held; see [`RetryBudget`]).
     ///
     /// # Panics
     ///
@@ -167,9 +184,10 @@ impl RetryBudget {
     }
 
     /// Sets how far back requests count toward what a busy balance may hold above the
-    /// floor: `ratio` times the requests of the last `window` (1 s by default). A longer
-    /// window lets a busy budget absorb a longer burst of failures, and spend it at once
-    /// when a dependency goes down. The window moves in tenths.
+    /// floor: `ratio` times the requests of the last `window` (1 s by default). The
+    /// budget's bounds are per window: a longer window lets a busy budget absorb a longer
+    /// burst of failures, and spend it at once when a dependency goes down. The window
+    /// moves in tenths.
     ///
     /// # Panics
     ///
@@ -179,9 +197,11 @@ impl RetryBudget {
         self
     }
 
-    /// Sets the floor: the retries a busy budget allows however few its recent requests
-    /// (at least 1; 2 by default). Every client of a
-    /// fleet spends it in the first seconds of an outage, so keep it small.
+    /// Sets the floor: the most a busy budget holds when its last window's requests
+    /// earned less (at least 1; 2 by default). It is a ceiling, not a promise: a busy
+    /// function whose calls keep failing gets at most this many retries beyond its ratio.
+    /// Every client of a fleet spends it in the first seconds of an outage, so keep it
+    /// small.
     pub const fn with_floor(mut self, floor: u32) -> Self {
         if self.floor.is_some() {
             let tokens = if floor == 0 { 1 } else { floor as i64 };
@@ -190,8 +210,8 @@ impl RetryBudget {
         self.full()
     }
 
-    /// Sets the reserve: what a quiet budget refills to, and a fresh one holds (5 by
-    /// default). Make it the retries of one call of the functions that share the budget
+    /// Sets the reserve: what a quiet budget refills to (from 10 s without requests,
+    /// full 3 minutes after the last), and a fresh one holds (5 by default). Make it the retries of one call of the functions that share the budget
     /// (their `attempts - 1`), so that a call after quiet makes every attempt its
     /// function allows. Below the floor, the floor holds.
     pub const fn with_reserve(mut self, reserve: u32) -> Self {
@@ -453,3 +473,6 @@ impl Default for RetryBudget {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod history_tests;

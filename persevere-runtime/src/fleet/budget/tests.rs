@@ -117,9 +117,11 @@ fn outage_sum(budget: &RetryBudget, start: Instant, gap: Duration, n: u32) -> u3
 }
 
 // Every 100 calls of an outage at one call a second get at most 10 % of them plus
-// the reserve, plus one: 16 retries, 1.16x, whatever came before. Histories: a burst
-// of 20,000 calls then an hour of quiet; a busy day at a call a second; a burst then
-// 10 s of quiet. The figure on the old budget: 500 in the first 100.
+// the reserve, plus one: 16 retries, 1.16x, once the window before it holds no burst.
+// Histories: a burst of 20,000 calls then an hour of quiet; a busy day at a call a
+// second; a burst then 10 s of quiet. The figure on the old budget: 500 in the
+// first 100. (An outage within a window of a burst spends the burst's share:
+// `history_tests::a_burst_then_an_outage_keeps_the_stated_bound_and_breaks_the_old_one`.)
 // Can fail: tokens earned by calls no longer made, kept (500 in 100 calls).
 #[test]
 fn every_hundred_calls_of_an_outage_get_at_most_a_tenth_plus_the_reserve() {
