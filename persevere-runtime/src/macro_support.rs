@@ -24,8 +24,8 @@ pub use crate::hedge::hedged::hedged;
 pub use crate::hedge::spec::Hedge;
 #[cfg(feature = "transactions")]
 pub use crate::integrations::transaction::{
-    InTransaction, NoTransaction, OpenTransaction, OtherProbe, OutsideTransaction, SavepointParam,
-    TransactionProbe, outside_transaction, savepoint,
+    ConnectionProbe, InTransaction, NoTransaction, OnConnection, OpenTransaction, OtherProbe,
+    OutsideTransaction, SavepointParam, TransactionProbe, outside_transaction, savepoint,
 };
 pub use crate::key::IdempotencyKey;
 pub use crate::schedule::hook::BeforeWait;

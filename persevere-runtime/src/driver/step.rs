@@ -10,7 +10,7 @@ use std::task::{Context, Poll};
 
 use crate::driver::call::Next;
 use crate::driver::handling::{
-    ErasedHandling, Handling, OnOpen, OnTimeout, OnWait, Outcome, ShowError,
+    ErasedHandling, Handling, OnOpen, OnTimeout, OnWait, Outcome, ShowError, TransactionFacts,
 };
 use crate::driver::run::{AsyncRun, Attempts, Parts, Run, drive};
 use crate::time::clock::SystemClock;
@@ -66,10 +66,10 @@ where
 /// Runs one attempt, `attempt`, of an async call whose function loops in its own body,
 /// and the wait after it: the outcome to return, or `None` to make the next attempt.
 #[inline]
-pub fn step<'r, 'p, R, G, S, O, T, W>(
+pub fn step<'r, 'p, R, G, S, O, T, W, X>(
     run: Pin<&'r mut AsyncRun<'p, R>>,
     attempt: G,
-    handling: &'r Handling<R::Err, S, O, T, W>,
+    handling: &'r Handling<R::Err, S, O, T, W, X>,
 ) -> impl Future<Output = Option<R>>
 where
     R: Outcome,
@@ -78,6 +78,7 @@ where
     O: OnOpen<R>,
     T: OnTimeout<R>,
     W: OnWait<R::Err>,
+    X: TransactionFacts,
 {
     Step {
         attempt: Some(attempt),
@@ -90,10 +91,10 @@ where
 /// thread through the wait after it: the outcome to return, or `None` to make the next
 /// attempt. A blocking attempt cannot be cancelled: it has no time limit.
 #[cfg_attr(not(debug_assertions), inline(always))]
-pub fn step_blocking<R, S, O, T, W>(
+pub fn step_blocking<R, S, O, T, W, X>(
     run: &mut Run<'_, SystemClock, ()>,
     attempt: impl FnOnce() -> R,
-    handling: &Handling<R::Err, S, O, T, W>,
+    handling: &Handling<R::Err, S, O, T, W, X>,
 ) -> Option<R>
 where
     R: Outcome,
@@ -101,6 +102,7 @@ where
     O: OnOpen<R>,
     T: OnTimeout<R>,
     W: OnWait<R::Err>,
+    X: TransactionFacts,
 {
     let mut run = Pin::new(run);
     // A blocking call's clock starts with it: its attempts never yield, so there is no
