@@ -66,10 +66,10 @@ where
 /// Runs one attempt, `attempt`, of an async call whose function loops in its own body,
 /// and the wait after it: the outcome to return, or `None` to make the next attempt.
 #[inline]
-pub fn step<'r, 'p, R, G, S, O, T, W, X>(
+pub fn step<'r, 'p, R, G, S, O, T, W>(
     run: Pin<&'r mut AsyncRun<'p, R>>,
     attempt: G,
-    handling: &'r Handling<R::Err, S, O, T, W, X>,
+    handling: &'r Handling<R::Err, S, O, T, W, impl TransactionFacts>,
 ) -> impl Future<Output = Option<R>>
 where
     R: Outcome,
@@ -78,7 +78,6 @@ where
     O: OnOpen<R>,
     T: OnTimeout<R>,
     W: OnWait<R::Err>,
-    X: TransactionFacts,
 {
     Step {
         attempt: Some(attempt),
@@ -91,10 +90,10 @@ where
 /// thread through the wait after it: the outcome to return, or `None` to make the next
 /// attempt. A blocking attempt cannot be cancelled: it has no time limit.
 #[cfg_attr(not(debug_assertions), inline(always))]
-pub fn step_blocking<R, S, O, T, W, X>(
+pub fn step_blocking<R, S, O, T, W>(
     run: &mut Run<'_, SystemClock, ()>,
     attempt: impl FnOnce() -> R,
-    handling: &Handling<R::Err, S, O, T, W, X>,
+    handling: &Handling<R::Err, S, O, T, W, impl TransactionFacts>,
 ) -> Option<R>
 where
     R: Outcome,
@@ -102,7 +101,6 @@ where
     O: OnOpen<R>,
     T: OnTimeout<R>,
     W: OnWait<R::Err>,
-    X: TransactionFacts,
 {
     let mut run = Pin::new(run);
     // A blocking call's clock starts with it: its attempts never yield, so there is no
