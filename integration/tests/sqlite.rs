@@ -7,7 +7,7 @@ use std::sync::Barrier;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
-use persevere::{Class, Classify, RetryBudget, idempotent, retry};
+use persevere::{Class, Classify, RetryBudget, TransactionAware, idempotent, retry};
 use rusqlite::{Connection, ErrorCode, TransactionBehavior};
 
 const THREADS: i64 = 4;
@@ -177,4 +177,12 @@ fn a_busy_statement_inside_an_open_transaction_is_not_retried_there() {
     blocker.execute_batch("COMMIT").unwrap();
     assert_eq!(insert_one(&conn, 1).unwrap(), 1);
     assert_eq!(MADE.load(Ordering::SeqCst), 1);
+
+    // SQLite's own state: rusqlite's other ways into a transaction are told as well.
+    let unchecked = conn.unchecked_transaction().unwrap();
+    assert!(conn.is_inside_transaction());
+    drop(unchecked);
+    assert!(!conn.is_inside_transaction());
+    conn.execute_batch("BEGIN").unwrap();
+    assert!(conn.is_inside_transaction());
 }

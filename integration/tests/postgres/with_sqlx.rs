@@ -329,7 +329,7 @@ async fn withdraw_within(conn: &mut PgConnection, seen: &Seen) -> Result<(), sql
 
 // Inside the caller's transaction, the 40001 is returned after one attempt, with a
 // reason of its own: run again there, the statement could only fail with 25P02. The
-// connection says whether it is in a transaction begun through sqlx.
+// connection says whether it is in a transaction begun through sqlx, and only then.
 // Can fail: the call not asking its `&mut PgConnection`, and retrying inside the aborted
 // transaction (2 attempts, the second 25P02).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -352,6 +352,10 @@ async fn a_serialization_failure_inside_the_callers_transaction_is_not_retried_t
     assert_eq!(seen.attempts(), 1);
     tx.rollback().await.unwrap();
     assert!(!conn.is_inside_transaction());
+    // A `BEGIN` of the caller's own is not counted: sqlx keeps the server's status private.
+    conn.execute("BEGIN").await.unwrap();
+    assert!(!conn.is_inside_transaction());
+    conn.execute("ROLLBACK").await.unwrap();
     let stats = persevere::stats::get("withdraw_within").unwrap();
     assert_eq!(stats.failed.inside_transaction, 1);
     assert_eq!(stats.failed.total(), 1);
