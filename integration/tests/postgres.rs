@@ -322,7 +322,12 @@ async fn retrying_a_statement_inside_its_transaction_fails_with_25p02() {
 /// A withdrawal through the client a transaction hands on (`tx.client()`).
 #[retry(on = not_applied, budget = UNLIMITED, attempts = 2, base = "1ms", cap = "2ms")]
 async fn withdraw_through(client: &Client, seen: &Seen) -> Result<u64, PostgresError> {
-    seen.note(client.execute(WITHDRAW, &[]).await.map_err(PostgresError::from))
+    seen.note(
+        client
+            .execute(WITHDRAW, &[])
+            .await
+            .map_err(PostgresError::from),
+    )
 }
 
 /// The same through any client, a transaction among them.
@@ -331,7 +336,12 @@ async fn withdraw_generic<C: GenericClient + Sync>(
     client: &C,
     seen: &Seen,
 ) -> Result<u64, PostgresError> {
-    seen.note(client.execute(WITHDRAW, &[]).await.map_err(PostgresError::from))
+    seen.note(
+        client
+            .execute(WITHDRAW, &[])
+            .await
+            .map_err(PostgresError::from),
+    )
 }
 
 // What persevere cannot tell, pinned: a tokio-postgres `Client` keeps the server's

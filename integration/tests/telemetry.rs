@@ -664,8 +664,7 @@ fn giving_up_inside_a_transaction_is_an_event_a_metric_and_a_count() {
     conn.execute_batch("BEGIN").unwrap();
     let recorder = DebuggingRecorder::new();
     let snapshotter = recorder.snapshotter();
-    let (out, events) =
-        metrics::with_local_recorder(&recorder, || captured(read_through(&conn)));
+    let (out, events) = metrics::with_local_recorder(&recorder, || captured(read_through(&conn)));
     assert_eq!(out.unwrap_err().kind(), io::ErrorKind::ConnectionReset);
     assert_eq!(READS.load(Ordering::SeqCst), 1);
 

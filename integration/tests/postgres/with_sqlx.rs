@@ -346,7 +346,7 @@ async fn a_serialization_failure_inside_the_callers_transaction_is_not_retried_t
     tx.execute(READ).await.unwrap();
     pool.execute(DEPOSIT).await.unwrap();
     let seen = Seen::default();
-    let e = withdraw_within(&mut *tx, &seen).await.unwrap_err();
+    let e = withdraw_within(&mut tx, &seen).await.unwrap_err();
     assert_eq!(code(&e), "40001");
     assert_eq!(seen.all(), [("40001".to_owned(), Class::NotApplied)]);
     assert_eq!(seen.attempts(), 1);

@@ -1,6 +1,7 @@
 #![deny(warnings)]
 
 use std::cell::Cell;
+use std::rc::Rc;
 
 use persevere::{TransactionAware, idempotent, retry};
 
@@ -9,7 +10,8 @@ use persevere::{TransactionAware, idempotent, retry};
 #[derive(Clone, Default)]
 struct Db {
     open: Cell<bool>,
-    made: Cell<u32>,
+    /// Attempts made, shared by the copies each attempt of a by-value argument gets.
+    made: Rc<Cell<u32>>,
 }
 
 impl TransactionAware for Db {
@@ -47,6 +49,13 @@ async fn hedged(db: &Db) -> std::io::Result<u32> {
     fail(db)
 }
 
+// A connection inside another value is not asked: retried as any other call.
+#[retry(attempts = 2, base = "1ms")]
+#[idempotent]
+async fn in_tuple(pair: &(Db, u32)) -> std::io::Result<u32> {
+    fail(&pair.0)
+}
+
 impl Db {
     #[retry(attempts = 2, base = "1ms")]
     #[idempotent]
@@ -65,7 +74,10 @@ fn main() {
     assert!(db.method().is_err());
     assert_eq!(db.made.get(), 5); // one attempt each, two statements in `by_mut_ref`
     assert!(blocking(Box::new(db.clone())).is_err());
+    assert_eq!(db.made.get(), 6);
+    assert!(rt.block_on(in_tuple(&(db.clone(), 0))).is_err());
+    assert_eq!(db.made.get(), 8); // not asked: retried
     db.open.set(false);
     assert!(rt.block_on(by_ref(&db)).is_err());
-    assert_eq!(db.made.get(), 7); // retried outside a transaction
+    assert_eq!(db.made.get(), 10); // retried outside a transaction
 }
