@@ -42,9 +42,7 @@ pub fn analyse(item: &ItemFn, private: &TokenStream, savepoints: &[bool]) -> Opt
         ReturnType::Type(_, ty) => Some((**ty).clone()),
         ReturnType::Default => None,
     };
-    let mut rebinds = Vec::new();
-    let mut named = Vec::new();
-    let mut exclusive = false;
+    let (mut rebinds, mut named, mut exclusive) = (Vec::new(), Vec::new(), false);
     let (outside_transaction, probed) = outside_transaction(sig, private, savepoints);
     for (index, input) in sig.inputs.iter_mut().enumerate() {
         match input {

@@ -36,7 +36,7 @@ pub enum GiveUp {
     BreakerOpened,
     /// The function was called inside an open database transaction, through a
     /// connection parameter whose driver says so (rusqlite's `Connection`, sqlx's
-    /// `PgConnection`; see [`TransactionAware`](crate::TransactionAware)): a statement
+    /// `PgConnection`; see `TransactionAware`, feature `transactions`): a statement
     /// that failed there aborted the transaction or left it to its caller, so the call
     /// returned its first failure, for the function that began the transaction to retry
     /// whole.
