@@ -147,7 +147,8 @@ fn insert_one(conn: &Connection, id: i64) -> rusqlite::Result<usize> {
 
 // A transaction of the caller's, handed on as its connection (`&tx` derefs to
 // `&Connection`): the busy insert inside it is returned after one attempt, with a reason
-// of its own; the same function called outside a transaction retries.
+// of its own (a permanent failure keeps its own); the same function called outside a
+// transaction retries.
 // Can fail: the call not asking its connection whether a transaction is open, and
 // retrying the statement inside the caller's transaction (2 attempts).
 #[test]
@@ -177,6 +178,18 @@ fn a_busy_statement_inside_an_open_transaction_is_not_retried_there() {
     blocker.execute_batch("COMMIT").unwrap();
     assert_eq!(insert_one(&conn, 1).unwrap(), 1);
     assert_eq!(MADE.load(Ordering::SeqCst), 1);
+
+    // A permanent failure inside a transaction keeps its own reason.
+    let tx = conn.transaction().unwrap();
+    let duplicate = insert_one(&tx, 1).unwrap_err();
+    assert_eq!(
+        duplicate.sqlite_error_code(),
+        Some(ErrorCode::ConstraintViolation)
+    );
+    drop(tx);
+    let stats = persevere::stats::get("insert_one").unwrap();
+    assert_eq!(stats.failed.permanent, 1);
+    assert_eq!(stats.failed.inside_transaction, 1);
 
     // SQLite's own state: rusqlite's other ways into a transaction are told as well.
     let unchecked = conn.unchecked_transaction().unwrap();
