@@ -4,9 +4,10 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Barrier;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
-use persevere::{Class, Classify, RetryBudget, idempotent, retry};
+use persevere::{Class, Classify, RetryBudget, TransactionAware, idempotent, retry};
 use rusqlite::{Connection, ErrorCode, TransactionBehavior};
 
 const THREADS: i64 = 4;
@@ -132,4 +133,69 @@ fn busy_and_locked_are_transient_constraints_permanent() {
         Some(ErrorCode::ConstraintViolation)
     );
     assert_eq!(duplicate.classify(), Class::Permanent);
+}
+
+static MADE: AtomicU32 = AtomicU32::new(0);
+
+/// One insert, in whatever transaction `conn` is in: two attempts at most.
+#[retry(attempts = 2, base = "1ms", cap = "1ms", budget = UNLIMITED)]
+#[idempotent]
+fn insert_one(conn: &Connection, id: i64) -> rusqlite::Result<usize> {
+    MADE.fetch_add(1, Ordering::SeqCst);
+    conn.execute("INSERT INTO events (id, writer) VALUES (?1, 0)", [id])
+}
+
+// A transaction of the caller's, handed on as its connection (`&tx` derefs to
+// `&Connection`): the busy insert inside it is returned after one attempt, with a reason
+// of its own (a permanent failure keeps its own); the same function called outside a
+// transaction retries.
+// Can fail: the call not asking its connection whether a transaction is open, and
+// retrying the statement inside the caller's transaction (2 attempts).
+#[test]
+fn a_busy_statement_inside_an_open_transaction_is_not_retried_there() {
+    let path = database("inside.db");
+    let blocker = connect(&path);
+    blocker.execute_batch("BEGIN IMMEDIATE").unwrap();
+    let mut conn = connect(&path);
+
+    let busy = insert_one(&conn, 1).unwrap_err();
+    assert_eq!(busy.sqlite_error_code(), Some(ErrorCode::DatabaseBusy));
+    assert_eq!(MADE.swap(0, Ordering::SeqCst), 2);
+
+    let tx = conn.transaction().unwrap();
+    let busy = insert_one(&tx, 1).unwrap_err();
+    assert_eq!(busy.sqlite_error_code(), Some(ErrorCode::DatabaseBusy));
+    assert_eq!(MADE.swap(0, Ordering::SeqCst), 1);
+    drop(tx);
+
+    let stats = persevere::stats::get("insert_one").unwrap();
+    assert_eq!(stats.attempts, 3);
+    assert_eq!(stats.failed.attempts_exhausted, 1);
+    assert_eq!(stats.failed.inside_transaction, 1);
+    assert_eq!(stats.failed.total(), 2);
+
+    // Once the caller's transaction is over, the same connection retries again.
+    blocker.execute_batch("COMMIT").unwrap();
+    assert_eq!(insert_one(&conn, 1).unwrap(), 1);
+    assert_eq!(MADE.load(Ordering::SeqCst), 1);
+
+    // A permanent failure inside a transaction keeps its own reason.
+    let tx = conn.transaction().unwrap();
+    let duplicate = insert_one(&tx, 1).unwrap_err();
+    assert_eq!(
+        duplicate.sqlite_error_code(),
+        Some(ErrorCode::ConstraintViolation)
+    );
+    drop(tx);
+    let stats = persevere::stats::get("insert_one").unwrap();
+    assert_eq!(stats.failed.permanent, 1);
+    assert_eq!(stats.failed.inside_transaction, 1);
+
+    // SQLite's own state: rusqlite's other ways into a transaction are told as well.
+    let unchecked = conn.unchecked_transaction().unwrap();
+    assert!(conn.is_inside_transaction());
+    drop(unchecked);
+    assert!(!conn.is_inside_transaction());
+    conn.execute_batch("BEGIN").unwrap();
+    assert!(conn.is_inside_transaction());
 }

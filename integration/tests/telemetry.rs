@@ -669,3 +669,52 @@ fn refusals_and_breaker_moves_are_metrics_and_events() {
     assert_eq!(closed.len(), 1, "{events:#?}");
     assert_eq!(closed[0].level, Level::INFO);
 }
+
+static READS: AtomicU32 = AtomicU32::new(0);
+
+/// A read that fails with a reset, through a connection it is given.
+#[retry(attempts = 3, base = "10ms", jitter = "none", budget = UNLIMITED)]
+#[idempotent]
+async fn read_through(conn: &rusqlite::Connection) -> io::Result<()> {
+    let _ = conn;
+    READS.fetch_add(1, Ordering::SeqCst);
+    Err(io::ErrorKind::ConnectionReset.into())
+}
+
+// A call given a connection inside an open transaction gives up after its first
+// attempt with a reason of its own: in the event (DEBUG, since the failure goes on to
+// the function that began the transaction), the metrics and the statistics.
+// Can fail: the reason missing from one of them, or the call retrying (3 attempts).
+#[test]
+fn giving_up_inside_a_transaction_is_an_event_a_metric_and_a_count() {
+    let conn = rusqlite::Connection::open_in_memory().unwrap();
+    conn.execute_batch("BEGIN").unwrap();
+    let recorder = DebuggingRecorder::new();
+    let snapshotter = recorder.snapshotter();
+    let (out, events) = metrics::with_local_recorder(&recorder, || captured(read_through(&conn)));
+    assert_eq!(out.unwrap_err().kind(), io::ErrorKind::ConnectionReset);
+    assert_eq!(READS.load(Ordering::SeqCst), 1);
+
+    let gave_up = with_message(&events, "gave up");
+    assert_eq!(gave_up.len(), 1, "{events:#?}");
+    assert_eq!(gave_up[0].level, Level::DEBUG);
+    assert_eq!(
+        gave_up[0].fields["reason"],
+        "the connection is inside an open transaction: retry the whole transaction, where it began"
+    );
+    assert_eq!(gave_up[0].fields["attempts"], "1");
+
+    let counters = counters(&snapshotter);
+    let count = |name: &str| counters.get(name).copied().unwrap_or(0);
+    assert_eq!(
+        count("persevere_give_ups_total read_through reason=inside_transaction"),
+        1,
+        "{counters:#?}"
+    );
+    assert_eq!(count("persevere_attempts_total read_through"), 1);
+    assert_eq!(count("persevere_retries_total read_through"), 0);
+
+    let stats = stats::get("read_through").unwrap();
+    assert_eq!(stats.failed.inside_transaction, 1);
+    assert_eq!(stats.failed.total(), 1);
+}

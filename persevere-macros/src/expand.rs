@@ -11,7 +11,7 @@ mod parts;
 mod site;
 mod steps;
 
-use proc_macro2::{Delimiter, Group, TokenStream};
+use proc_macro2::{Delimiter, Group, Ident, Span, TokenStream};
 use quote::quote;
 use syn::{ItemFn, Path};
 
@@ -114,7 +114,8 @@ pub fn as_written(item: ItemFn, body: &Group, written_above: Option<&Path>) -> T
 // `.with_budget(&NAME)` to the policy and makes the site with `false` for `true` (no
 // budget of its own); `key = k` adds `idempotency_key(&k);` at the top, and each
 // parameter not marked `#[savepoint]` a check that it is not an open transaction
-// (`outside_transaction`, at the parameter). The other keys
+// (`outside_transaction`, at the parameter), whose findings the handling is given
+// (`.with_transactions(facts)`). The other keys
 // fill `Handling`'s hooks, which the driver calls: `breaker = NAME` gives
 // `circuit_open::<R>` (located at `NAME`, where a missing conversion is reported),
 // `attempt_timeout` gives `timed_out::<R>`, `before_wait = hook` gives `hook`. Internal
@@ -127,7 +128,15 @@ fn generate(
     checks: TokenStream,
     written_above: Option<&Path>,
 ) -> TokenStream {
-    let parts = Parts::new(args, private, plan, &body, checks, written_above);
+    let probed = plan.probed;
+    let mut parts = Parts::new(args, private, plan, &body, checks, written_above);
+    if probed {
+        // What the parameters' probes found (`func::outside_transaction`), for the
+        // driver: a call given a connection inside a transaction does not retry.
+        let handling = &parts.handling;
+        let facts = Ident::new(func::TRANSACTION_FACTS, Span::mixed_site());
+        parts.handling = quote!(#handling.with_transactions(#facts));
+    }
     if parts.sig.asyncness.is_some() && !parts.exclusive {
         future::expand(args, private, parts)
     } else {

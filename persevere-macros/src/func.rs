@@ -20,8 +20,11 @@ pub struct RetryFn {
     /// The parameters bound to a plain name, with their types, for `key = name`.
     pub named: Vec<(Ident, Type)>,
     /// A check of each parameter not marked `#[savepoint]` that it is not an open
-    /// transaction, at the parameter.
+    /// transaction, at the parameter, which binds what the probes found to
+    /// [`TRANSACTION_FACTS`]; empty if no parameter is probed.
     pub outside_transaction: TokenStream,
+    /// Whether a parameter is probed, and [`TRANSACTION_FACTS`] bound.
+    pub probed: bool,
     /// Whether the function takes an `&mut` (the receiver or a parameter): each attempt
     /// must then borrow it from the call, which only an attempt inside the function's
     /// own body can do.
@@ -39,10 +42,8 @@ pub fn analyse(item: &ItemFn, private: &TokenStream, savepoints: &[bool]) -> Opt
         ReturnType::Type(_, ty) => Some((**ty).clone()),
         ReturnType::Default => None,
     };
-    let mut rebinds = Vec::new();
-    let mut named = Vec::new();
-    let mut exclusive = false;
-    let outside_transaction = outside_transaction(sig, private, savepoints);
+    let (mut rebinds, mut named, mut exclusive) = (Vec::new(), Vec::new(), false);
+    let (outside_transaction, probed) = outside_transaction(sig, private, savepoints);
     for (index, input) in sig.inputs.iter_mut().enumerate() {
         match input {
             FnArg::Receiver(receiver) => {
@@ -109,6 +110,7 @@ pub fn analyse(item: &ItemFn, private: &TokenStream, savepoints: &[bool]) -> Opt
         rebinds,
         named,
         outside_transaction,
+        probed,
         exclusive,
     })
 }
@@ -151,18 +153,39 @@ pub fn take_savepoints(item: &mut ItemFn, errors: &mut Option<syn::Error>) -> Ve
     marked
 }
 
+/// The name the probes' findings are bound to, before the call: what the function's
+/// `Handling` is given (`with_transactions`). Hygienic, so the body cannot see it.
+pub const TRANSACTION_FACTS: &str = "__persevere_transactions";
+
 /// The check of each parameter of `sig` (as written) not marked `#[savepoint]` that it is
 /// not an open transaction: by its value where it is bound to a name (`self` too), by
 /// its type where a pattern binds it (unless the type is an `impl Trait`, which a body
 /// cannot name).
-fn outside_transaction(sig: &Signature, private: &TokenStream, savepoints: &[bool]) -> TokenStream {
+///
+/// The checks run at the start of the call, and what they find is bound, as nested
+/// pairs, to [`TRANSACTION_FACTS`]: for a connection that can tell
+/// (`TransactionAware`), whether it is inside an open transaction now; for any other
+/// parameter, nothing (a zero-sized value):
+///
+/// ```text
+/// let __persevere_transactions = (
+///     outside_transaction(TransactionProbe::of(&conn).probe()),
+///     (outside_transaction(TransactionProbe::of(&id).probe()), ()),
+/// );
+/// ```
+fn outside_transaction(
+    sig: &Signature,
+    private: &TokenStream,
+    savepoints: &[bool],
+) -> (TokenStream, bool) {
     let mut checks = TokenStream::new();
     // Without a database feature, no transaction type of persevere's exists to catch:
     // a crate pays for the check (about 1 M instructions of rustc a parameter,
     // BENCHMARKS.md) only with one, or with `transactions` for a type of its own.
     if !cfg!(feature = "transactions") {
-        return checks;
+        return (checks, false);
     }
+    let mut facts = Vec::new();
     for (index, input) in sig.inputs.iter().enumerate() {
         if savepoints.get(index).copied().unwrap_or(false) {
             // A `#[savepoint]` on anything but a transaction is a mistake: it says so.
@@ -194,28 +217,27 @@ fn outside_transaction(sig: &Signature, private: &TokenStream, savepoints: &[boo
                 None => continue,
             },
         };
-        checks.extend(probe(made, input.span(), private));
+        facts.push(probe(made, input.span(), private));
     }
-    if checks.is_empty() {
-        return checks;
+    if facts.is_empty() {
+        return (checks, false);
     }
-    // In a closure that is never called: type-checked, where an open transaction is
-    // reported, and nothing of it runs. (Its build cost is the type check, whether in a
-    // closure or not: BENCHMARKS.md.)
-    quote! {
-        let _ = || {
-            #checks
-        };
-    }
+    let found = facts
+        .into_iter()
+        .rev()
+        .fold(quote!(()), |rest, fact| quote!((#fact, #rest)));
+    let name = Ident::new(TRANSACTION_FACTS, Span::mixed_site());
+    checks.extend(quote! { let #name = #found; });
+    (checks, true)
 }
 
 /// The check that the parameter at `span`, whose probe `made` makes, is not an open
-/// transaction: reported at the parameter.
+/// transaction, which is what the probe found: reported at the parameter.
 fn probe(made: TokenStream, span: Span, private: &TokenStream) -> TokenStream {
     let private = locate(private.clone(), span);
     let made = locate(made, span);
     quote_spanned! {span=>
-        #private::outside_transaction(#private::#made.probe());
+        #private::outside_transaction(#private::#made.probe())
     }
 }
 

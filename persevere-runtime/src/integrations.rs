@@ -27,4 +27,4 @@ pub(crate) mod transaction;
 // At the root of `persevere`, which re-exports this module's items as the runtime was
 // built (`persevere::OpenTransaction`).
 #[cfg(feature = "transactions")]
-pub use transaction::OpenTransaction;
+pub use transaction::{OpenTransaction, TransactionAware};

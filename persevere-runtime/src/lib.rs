@@ -43,7 +43,7 @@ pub use fleet::breaker::{BreakerSnapshot, BreakerState, CircuitBreaker, CircuitO
 pub use fleet::budget::{BudgetSnapshot, RetryBudget};
 pub use fleet::stats::{RetryStats, StatsSnapshot};
 #[cfg(feature = "transactions")]
-pub use integrations::transaction::OpenTransaction;
+pub use integrations::transaction::{OpenTransaction, TransactionAware};
 pub use key::{IdempotencyKey, ParseKeyError};
 pub use layer::frame::nested_failure_handled;
 pub use rng::seed_thread_rng;

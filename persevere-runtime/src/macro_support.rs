@@ -12,7 +12,9 @@ pub use std::time::Duration;
 
 pub use crate::classify::class::{Class, Classify};
 pub use crate::classify::timed_out::AttemptTimedOut;
-pub use crate::driver::handling::{Handling, Outcome, Unused, ViaDebug, ViaDisplay, ViaName};
+pub use crate::driver::handling::{
+    Handling, Outcome, TransactionFacts, Unused, ViaDebug, ViaDisplay, ViaName,
+};
 pub use crate::driver::retrying::retrying;
 pub use crate::driver::run::{AsyncRun, Run};
 pub use crate::driver::step::{step, step_blocking};
@@ -24,8 +26,8 @@ pub use crate::hedge::hedged::hedged;
 pub use crate::hedge::spec::Hedge;
 #[cfg(feature = "transactions")]
 pub use crate::integrations::transaction::{
-    InTransaction, NoTransaction, OpenTransaction, OtherProbe, OutsideTransaction, SavepointParam,
-    TransactionProbe, outside_transaction, savepoint,
+    ConnectionProbe, InTransaction, NoTransaction, OnConnection, OpenTransaction, OtherProbe,
+    OutsideTransaction, SavepointParam, TransactionProbe, outside_transaction, savepoint,
 };
 pub use crate::key::IdempotencyKey;
 pub use crate::schedule::hook::BeforeWait;

@@ -318,3 +318,88 @@ async fn a_terminated_session_is_uncertain_and_not_retried() {
     lock.rollback().await.unwrap();
     assert_eq!(balances(&pool).await, [100]);
 }
+
+/// A withdrawal as one statement of a transaction its caller began, handed on as its
+/// connection (`&mut *tx`), sqlx's usual way.
+#[retry(on = not_applied, budget = UNLIMITED, attempts = 3, base = "1ms", cap = "2ms")]
+async fn withdraw_within(conn: &mut PgConnection, seen: &Seen) -> Result<(), sqlx::Error> {
+    let outcome = conn.execute(WITHDRAW).await.map(drop);
+    seen.note(outcome)
+}
+
+// Inside the caller's transaction, the 40001 is returned after one attempt, with a
+// reason of its own: run again there, the statement could only fail with 25P02. The
+// connection says whether it is in a transaction begun through sqlx, and only then.
+// Can fail: the call not asking its `&mut PgConnection`, and retrying inside the aborted
+// transaction (2 attempts, the second 25P02).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_serialization_failure_inside_the_callers_transaction_is_not_retried_there() {
+    use persevere::TransactionAware;
+    let server = start();
+    let pool = pool(&server, 4).await;
+    accounts(&pool, 1, 100).await;
+    let mut conn = pool.acquire().await.unwrap();
+    assert!(!conn.is_inside_transaction());
+    let mut tx = conn.begin().await.unwrap();
+    assert!(tx.is_inside_transaction());
+    tx.execute(SERIALIZABLE).await.unwrap();
+    tx.execute(READ).await.unwrap();
+    pool.execute(DEPOSIT).await.unwrap();
+    let seen = Seen::default();
+    let e = withdraw_within(&mut tx, &seen).await.unwrap_err();
+    assert_eq!(code(&e), "40001");
+    assert_eq!(seen.all(), [("40001".to_owned(), Class::NotApplied)]);
+    assert_eq!(seen.attempts(), 1);
+    tx.rollback().await.unwrap();
+    assert!(!conn.is_inside_transaction());
+    // A `BEGIN` of the caller's own is not counted: sqlx keeps the server's status private.
+    conn.execute("BEGIN").await.unwrap();
+    assert!(!conn.is_inside_transaction());
+    conn.execute("ROLLBACK").await.unwrap();
+    let stats = persevere::stats::get("withdraw_within").unwrap();
+    assert_eq!(stats.failed.inside_transaction, 1);
+    assert_eq!(stats.failed.total(), 1);
+}
+
+/// [`withdraw_within`]'s twin, for the test below (each reads its own statistics).
+#[retry(on = not_applied, budget = UNLIMITED, attempts = 3, base = "1ms", cap = "2ms")]
+async fn withdraw_step(conn: &mut PgConnection, seen: &Seen) -> Result<(), sqlx::Error> {
+    let outcome = conn.execute(WITHDRAW).await.map(drop);
+    seen.note(outcome)
+}
+
+/// The transaction that [`withdraw_step`] is a statement of, retried whole: a deposit
+/// conflicts with its first attempt.
+#[retry(on = not_applied, budget = UNLIMITED, attempts = 3, base = "1ms", cap = "2ms")]
+async fn transfer_whole(pool: &PgPool, seen: &Seen) -> Result<(), sqlx::Error> {
+    let mut tx = pool.begin().await?;
+    tx.execute(SERIALIZABLE).await?;
+    tx.execute(READ).await?;
+    if persevere::attempt::number() == 1 {
+        pool.execute(DEPOSIT).await?;
+    }
+    withdraw_step(&mut tx, seen).await?;
+    tx.commit().await
+}
+
+// The retry happens where the transaction began: the nested call inside it gives up
+// after one attempt without marking its failure as retried, and the outer function runs
+// the whole transaction again, which commits.
+// Can fail: the nested call retrying inside the aborted transaction (its 25P02 then
+// returned), or its give-up taken as a nested retry that the outer layer must not repeat.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_transaction_is_retried_where_it_began() {
+    let server = start();
+    let pool = pool(&server, 4).await;
+    accounts(&pool, 1, 100).await;
+    let seen = Seen::default();
+    transfer_whole(&pool, &seen).await.unwrap();
+    assert_eq!(seen.all(), [("40001".to_owned(), Class::NotApplied)]);
+    assert_eq!(seen.attempts(), 2);
+    assert_eq!(balances(&pool).await, [91]);
+    let outer = persevere::stats::get("transfer_whole").unwrap();
+    assert_eq!((outer.attempts, outer.succeeded), (2, 1));
+    let inner = persevere::stats::get("withdraw_step").unwrap();
+    assert_eq!(inner.failed.inside_transaction, 1);
+    assert_eq!((inner.attempts, inner.succeeded), (2, 1));
+}

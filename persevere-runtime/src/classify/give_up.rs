@@ -34,6 +34,13 @@ pub enum GiveUp {
     /// it waited): the next attempt was not made, and the call returned its last
     /// failure.
     BreakerOpened,
+    /// The function was called inside an open database transaction, through a
+    /// connection parameter whose driver says so (rusqlite's `Connection`, sqlx's
+    /// `PgConnection`; see `TransactionAware`, feature `transactions`): a statement
+    /// that failed there aborted the transaction or left it to its caller, so the call
+    /// returned its first failure, for the function that began the transaction to retry
+    /// whole.
+    InsideTransaction,
 }
 
 impl fmt::Display for GiveUp {
@@ -51,13 +58,16 @@ impl fmt::Display for GiveUp {
             }
             GiveUp::CircuitOpen => "the circuit breaker is open",
             GiveUp::BreakerOpened => "the circuit breaker opened",
+            GiveUp::InsideTransaction => {
+                "the connection is inside an open transaction: retry the whole transaction, where it began"
+            }
         })
     }
 }
 
 impl GiveUp {
     /// How many reasons there are: the length of the tables indexed by [`GiveUp::index`].
-    pub(crate) const COUNT: usize = 10;
+    pub(crate) const COUNT: usize = 11;
 
     /// This reason's position in a table of one entry per reason.
     pub(crate) const fn index(self) -> usize {
@@ -72,6 +82,7 @@ impl GiveUp {
             GiveUp::CircuitOpen => 7,
             GiveUp::BreakerOpened => 8,
             GiveUp::MayHaveTakenEffect => 9,
+            GiveUp::InsideTransaction => 10,
         }
     }
 
@@ -88,5 +99,6 @@ impl GiveUp {
         "circuit_open",
         "breaker_opened",
         "may_have_taken_effect",
+        "inside_transaction",
     ];
 }

@@ -33,6 +33,9 @@ pub(crate) struct Failure<'a> {
     pub(crate) class: Class,
     /// The error, for the events.
     pub(crate) error: &'a dyn fmt::Display,
+    /// Whether the call began inside an open transaction, as a connection it was given
+    /// said: a statement that failed there is not run again inside it.
+    pub(crate) inside_transaction: bool,
 }
 
 /// What follows an attempt.
@@ -230,7 +233,11 @@ impl<'p, C: Clock> Call<'p, C> {
 
     #[inline(never)]
     fn failed(&mut self, failure: Failure<'_>, retried_inside: bool) -> Next {
-        let Failure { class, error } = failure;
+        let Failure {
+            class,
+            error,
+            inside_transaction,
+        } = failure;
         self.settle(!class.is_retryable());
         let attempt = self.attempts();
         let policy = self.policy();
@@ -252,6 +259,10 @@ impl<'p, C: Clock> Call<'p, C> {
             // The nested call made attempts of its own, any of which may have taken
             // effect, whatever the class of the one it returned.
             Decision::GiveUp(GiveUp::MayHaveTakenEffect)
+        } else if inside_transaction && class.is_retryable() {
+            // The transaction the caller holds is aborted (PostgreSQL) or still the
+            // caller's (SQLite): the retry belongs to the function that began it.
+            Decision::GiveUp(GiveUp::InsideTransaction)
         } else if class.is_retryable() && breaker_is_open(policy, now) {
             // This failure (or others') opened the breaker: no retry, so no wait and no
             // budget token; the call returns this failure.
@@ -327,10 +338,11 @@ impl<'p, C: Clock> Call<'p, C> {
         telemetry::gave_up(policy, &self.span, attempts, self.elapsed(), reason, error);
         // A call that made one attempt and ran out of an enclosing layer's time (its
         // deadline cut below its policy's) did not retry: the enclosing layer's own time
-        // limit ended it, and that layer may retry.
+        // limit ended it, and that layer may retry. So did a call inside a transaction,
+        // which left the retry to the layer that began it.
         let inherited = self.state.deadline_nanos() < policy.deadline_nanos();
         let cut_by_enclosing = reason == GiveUp::DeadlineExceeded && attempts <= 1 && inherited;
-        if !cut_by_enclosing {
+        if !cut_by_enclosing && reason != GiveUp::InsideTransaction {
             frame::mark_inner_failure();
         }
     }
@@ -544,6 +556,7 @@ mod tests {
         let failure = Failure {
             class: Class::Transient,
             error: &"connection reset",
+            inside_transaction: false,
         };
         let decision = call.after_attempt(&POLICY.lazy_frame(), Some(failure));
         assert_eq!(decision, Next::Wait(secs(1)));

@@ -3,7 +3,10 @@
 //!
 //! Everything here is chosen per function at compile time and is zero-sized except the
 //! classifier, a function pointer: a hook is a function item, and an unused hook is
-//! [`Unused`], so a function pays nothing for the keys it does not set.
+//! [`Unused`], so a function pays nothing for the keys it does not set. What its
+//! connection parameters said of an open transaction at the call's start
+//! ([`TransactionFacts`]) is a `bool` per connection, and nothing for any other
+//! parameter.
 
 use std::fmt;
 use std::marker::PhantomData;
@@ -157,6 +160,30 @@ impl<E> OnWait<E> for Unused {
     fn before_wait(&self, _: &BeforeWait<'_, E>) {}
 }
 
+/// What a function's parameters said, at the start of the call, of an open database
+/// transaction: whether one of them is a connection inside one. Made by the code
+/// `#[retry]` generates, from a probe of each parameter (`integrations/transaction.rs`):
+/// `()` for none, a pair for each parameter probed, a connection's answer a `bool`, any
+/// other parameter's nothing.
+pub trait TransactionFacts {
+    /// Whether a connection among the parameters is inside an open transaction.
+    fn inside_transaction(&self) -> bool;
+}
+
+impl TransactionFacts for () {
+    #[inline]
+    fn inside_transaction(&self) -> bool {
+        false
+    }
+}
+
+impl<A: TransactionFacts, B: TransactionFacts> TransactionFacts for (A, B) {
+    #[inline]
+    fn inside_transaction(&self) -> bool {
+        self.0.inside_transaction() || self.1.inside_transaction()
+    }
+}
+
 /// A function's [`Handling`], as the driver asks it: not generic over the
 /// function, so that the driver's loop is compiled once per return type.
 pub(crate) trait ErasedHandling<R: Outcome> {
@@ -170,20 +197,27 @@ pub(crate) trait ErasedHandling<R: Outcome> {
     fn timed_out(&self, timeout: AttemptTimedOut) -> R;
     /// Called before each wait.
     fn before_wait(&self, wait: &BeforeWait<'_, R::Err>);
+    /// Whether the call began inside an open transaction, as a connection parameter
+    /// said: then it does not retry (see [`GiveUp::InsideTransaction`]).
+    ///
+    /// [`GiveUp::InsideTransaction`]: crate::GiveUp::InsideTransaction
+    fn inside_transaction(&self) -> bool;
 }
 
 /// One function's treatment of its failures, whose error type is `E`: its classifier,
-/// how its errors are shown, and its hooks (each a function or [`Unused`]).
+/// how its errors are shown, its hooks (each a function or [`Unused`]), and what its
+/// connection parameters said of an open transaction (`X`, see [`TransactionFacts`]).
 ///
 /// Generic over the error type rather than the return type, and with no bounds of its
 /// own, so that a return type that is not a `Result` is reported once, where the driver
 /// requires an [`Outcome`].
-pub struct Handling<E, S, O, T, W> {
+pub struct Handling<E, S, O, T, W, X = ()> {
     classify: fn(&E) -> Class,
     show: PhantomData<S>,
     on_open: O,
     on_timeout: T,
     before_wait: W,
+    transactions: X,
 }
 
 impl<E, S, O, T, W> Handling<E, S, O, T, W> {
@@ -205,23 +239,39 @@ impl<E, S, O, T, W> Handling<E, S, O, T, W> {
             on_open,
             on_timeout,
             before_wait,
+            transactions: (),
+        }
+    }
+
+    /// The same handling, for a call whose parameters said `facts` of an open
+    /// transaction, at its start.
+    #[inline]
+    pub fn with_transactions<X: TransactionFacts>(self, facts: X) -> Handling<E, S, O, T, W, X> {
+        Handling {
+            classify: self.classify,
+            show: PhantomData,
+            on_open: self.on_open,
+            on_timeout: self.on_timeout,
+            before_wait: self.before_wait,
+            transactions: facts,
         }
     }
 }
 
-impl<E, S, O, T, W> Handling<E, S, O, T, W> {
+impl<E, S, O, T, W, X> Handling<E, S, O, T, W, X> {
     /// The classifier: what a failure means.
     pub(crate) fn classifier(&self) -> fn(&E) -> Class {
         self.classify
     }
 }
 
-impl<R: Outcome, S, O, T, W> ErasedHandling<R> for Handling<R::Err, S, O, T, W>
+impl<R: Outcome, S, O, T, W, X> ErasedHandling<R> for Handling<R::Err, S, O, T, W, X>
 where
     S: ShowError<R::Err>,
     O: OnOpen<R>,
     T: OnTimeout<R>,
     W: OnWait<R::Err>,
+    X: TransactionFacts,
 {
     #[inline]
     fn classify(&self, error: &R::Err) -> Class {
@@ -242,5 +292,10 @@ where
 
     fn before_wait(&self, wait: &BeforeWait<'_, R::Err>) {
         self.before_wait.before_wait(wait)
+    }
+
+    #[inline]
+    fn inside_transaction(&self) -> bool {
+        self.transactions.inside_transaction()
     }
 }

@@ -7,7 +7,7 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use crate::driver::handling::{
-    ErasedHandling, Handling, OnOpen, OnTimeout, OnWait, Outcome, ShowError,
+    ErasedHandling, Handling, OnOpen, OnTimeout, OnWait, Outcome, ShowError, TransactionFacts,
 };
 use crate::driver::run::{AsyncRun, Attempts, Parts, Run, drive};
 use crate::schedule::policy::Policy;
@@ -83,12 +83,14 @@ where
 ///
 /// The future is returned as `impl Future`: the generated function's return type is then
 /// checked against this signature alone, and a bound the function does not meet (an
-/// error type without `Classify`) is reported once, at the call.
+/// error type without `Classify`) is reported once, at the call. The handling's
+/// transaction facts are an `impl` argument, which the generated code's turbofish of the
+/// other seven parameters leaves to inference.
 #[cfg_attr(not(debug_assertions), inline(always))]
 pub fn retrying<R, M, G, S, O, T, W>(
     policy: &Policy,
     mut make: M,
-    handling: Handling<R::Err, S, O, T, W>,
+    handling: Handling<R::Err, S, O, T, W, impl TransactionFacts>,
 ) -> impl Future<Output = R>
 where
     R: Outcome,

@@ -254,6 +254,7 @@ impl<'p, C: Clock, T: Default> Run<'p, C, T> {
             Some(Failure {
                 class,
                 error: &handling.show(error),
+                inside_transaction: handling.inside_transaction(),
             }),
         );
         if let Next::Wait(wait) = decision {

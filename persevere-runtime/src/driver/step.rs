@@ -10,7 +10,7 @@ use std::task::{Context, Poll};
 
 use crate::driver::call::Next;
 use crate::driver::handling::{
-    ErasedHandling, Handling, OnOpen, OnTimeout, OnWait, Outcome, ShowError,
+    ErasedHandling, Handling, OnOpen, OnTimeout, OnWait, Outcome, ShowError, TransactionFacts,
 };
 use crate::driver::run::{AsyncRun, Attempts, Parts, Run, drive};
 use crate::time::clock::SystemClock;
@@ -69,7 +69,7 @@ where
 pub fn step<'r, 'p, R, G, S, O, T, W>(
     run: Pin<&'r mut AsyncRun<'p, R>>,
     attempt: G,
-    handling: &'r Handling<R::Err, S, O, T, W>,
+    handling: &'r Handling<R::Err, S, O, T, W, impl TransactionFacts>,
 ) -> impl Future<Output = Option<R>>
 where
     R: Outcome,
@@ -93,7 +93,7 @@ where
 pub fn step_blocking<R, S, O, T, W>(
     run: &mut Run<'_, SystemClock, ()>,
     attempt: impl FnOnce() -> R,
-    handling: &Handling<R::Err, S, O, T, W>,
+    handling: &Handling<R::Err, S, O, T, W, impl TransactionFacts>,
 ) -> Option<R>
 where
     R: Outcome,

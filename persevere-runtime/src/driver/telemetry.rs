@@ -12,7 +12,7 @@
 //! | an attempt failed and will be retried | `DEBUG` | `attempt`, `error` (its `Display`), `class`, `wait_ms` |
 //! | a call succeeded after retries | `DEBUG` | `attempts`, `elapsed_ms` |
 //! | a call gave up: attempts or uncertain attempts exhausted, deadline, `Retry-After` too long, budget spent | `WARN` | `attempts`, `elapsed_ms`, `reason`, `error` |
-//! | a call gave up: permanent error, breaker open, already retried by a nested call | `DEBUG` | the same |
+//! | a call gave up: permanent error, breaker open, already retried by a nested call, inside an open transaction | `DEBUG` | the same |
 //! | a hedge was sent beside a slow attempt (`hedge = ...`) | `DEBUG` | `function`, `hedge` (1 for the first), `after_ms` |
 //! | a hedge succeeded before the attempt it hedged | `DEBUG` | `function`, `latency_ms` |
 //! | a circuit breaker opened | `WARN` | `function` |

@@ -140,6 +140,10 @@ pub struct FailureCounts {
     /// The last attempt may have taken effect, and the function repeats only attempts
     /// that provably did not (`on = unsent`, `on = not_applied`).
     pub may_have_taken_effect: u64,
+    /// The function was called inside an open transaction, through a connection that
+    /// says so, and returned its first failure: the transaction is retried whole, where
+    /// it began.
+    pub inside_transaction: u64,
 }
 
 impl FailureCounts {
@@ -154,6 +158,7 @@ impl FailureCounts {
             + self.circuit_open
             + self.breaker_opened
             + self.may_have_taken_effect
+            + self.inside_transaction
     }
 }
 
@@ -363,6 +368,7 @@ impl RetryStats {
             circuit_open: count(GiveUp::CircuitOpen),
             breaker_opened: count(GiveUp::BreakerOpened),
             may_have_taken_effect: count(GiveUp::MayHaveTakenEffect),
+            inside_transaction: count(GiveUp::InsideTransaction),
         };
         let abandoned = load(&self.abandoned);
         let requests = succeeded + failed.total() + abandoned;

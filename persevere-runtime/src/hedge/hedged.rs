@@ -7,7 +7,7 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use crate::driver::handling::{
-    ErasedHandling, Handling, OnOpen, OnTimeout, OnWait, Outcome, ShowError,
+    ErasedHandling, Handling, OnOpen, OnTimeout, OnWait, Outcome, ShowError, TransactionFacts,
 };
 use crate::driver::run::{AsyncRun, Attempts, Parts, Run, drive};
 use crate::hedge::copies::Copies;
@@ -96,7 +96,7 @@ pub fn hedged<R, M, G, S, O, T, W>(
     policy: &Policy,
     hedge: &'static Hedge,
     mut make: M,
-    handling: Handling<R::Err, S, O, T, W>,
+    handling: Handling<R::Err, S, O, T, W, impl TransactionFacts>,
 ) -> impl Future<Output = R>
 where
     R: Outcome,

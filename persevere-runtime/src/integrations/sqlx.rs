@@ -33,7 +33,7 @@ use crate::classify::class::{Class, Classify};
 use crate::classify::timed_out::AttemptTimedOut;
 use crate::fleet::breaker::CircuitOpen;
 use crate::integrations::sqlstate;
-use crate::integrations::transaction::OpenTransaction;
+use crate::integrations::transaction::{OpenTransaction, TransactionAware};
 
 /// sqlx's errors:
 ///
@@ -96,6 +96,16 @@ impl From<CircuitOpen> for sqlx::Error {
 /// A `#[retry]` function cannot take one: retry the function that begins and commits.
 #[diagnostic::do_not_recommend]
 impl<DB: sqlx::Database> OpenTransaction for sqlx::Transaction<'_, DB> {}
+
+/// A transaction begun through sqlx (`begin`, on the connection or its pool) and not yet
+/// committed or rolled back: what `f(&mut *tx)` hands on. A `BEGIN` statement of the
+/// caller's is not counted (sqlx keeps the server's own answer private).
+impl TransactionAware for sqlx::PgConnection {
+    #[inline]
+    fn is_inside_transaction(&self) -> bool {
+        sqlx::Connection::is_in_transaction(self)
+    }
+}
 
 #[cfg(test)]
 mod tests {

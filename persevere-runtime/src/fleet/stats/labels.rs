@@ -37,6 +37,7 @@ impl MetricLabels {
             pair(name, "reason", GiveUp::LABELS[7]),
             pair(name, "reason", GiveUp::LABELS[8]),
             pair(name, "reason", GiveUp::LABELS[9]),
+            pair(name, "reason", GiveUp::LABELS[10]),
         ];
         Self {
             function: [Label::from_static_parts("function", name)],
