@@ -127,7 +127,7 @@ fn without_redirects(error: &reqwest::Error) -> bool {
     false
 }
 
-/// The connector layer that marks each failure as a [`ConnectFailed`].
+/// The connector layer that marks each failed connect as a [`ConnectFailed`].
 #[derive(Clone, Copy)]
 struct MarkConnectFailures;
 
@@ -156,7 +156,7 @@ where
     type Future = Connecting<S::Future>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
-        self.0.poll_ready(cx).map_err(mark)
+        self.0.poll_ready(cx)
     }
 
     fn call(&mut self, destination: R) -> Self::Future {
