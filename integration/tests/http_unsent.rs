@@ -276,3 +276,31 @@ async fn a_pooled_connection_closed_as_the_request_is_written_is_not_unsent() {
     assert_eq!(server.requests(), 2);
     assert_eq!(server.connections(), 1);
 }
+
+// A connect that times out (a full accept queue) from a client without redirects:
+// reqwest times it twice, in hyper's connector (inside the mark: unsent) and around the
+// whole connector (outside it: transient), with the same limit; whichever fires first,
+// nothing was sent, and the function makes its 6 attempts or 1 as the class says.
+// Can fail: a connect timeout called anything but unsent or transient, or retried when
+// transient.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connect_timeout_without_redirects_is_unsent_or_transient() {
+    let full = support::full_listener().await;
+    let client = Client::builder()
+        .no_proxy()
+        .connect_timeout(support::ms(100))
+        .build_without_redirects()
+        .unwrap();
+    let tries = AtomicU32::new(0);
+    let error = order(&client, &full, &tries).await.unwrap_err();
+    assert!(
+        matches!(&error, RequestError::Transport(e) if e.is_connect() && e.is_timeout()),
+        "{error:?}"
+    );
+    let expected = match error.classify() {
+        Class::Unsent => 6,
+        Class::Transient => 1,
+        other => panic!("a connect timeout classified {other:?}"),
+    };
+    assert_eq!(tries.into_inner(), expected);
+}

@@ -76,9 +76,10 @@ pub trait ClientBuilderExt: Sized {
     /// the server processed the request. Its failures to connect are transient, so
     /// `on = unsent` does not retry them.
     ///
-    /// Set everything else first: this sets the redirect policy and builds. A
-    /// `connect_timeout` is reqwest's outermost connect layer, beyond the mark, so a
-    /// connect that timed out stays transient.
+    /// Set everything else first: this sets the redirect policy and builds. reqwest
+    /// times a `connect_timeout` twice, in hyper's connector (inside the mark: unsent)
+    /// and around the whole connector (outside it: transient); whichever fires first
+    /// decides the class of a connect that timed out.
     ///
     /// ```
     /// use persevere::reqwest::ClientBuilderExt;
