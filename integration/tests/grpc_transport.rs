@@ -220,7 +220,11 @@ async fn tonic_s_own_timeout_is_transient() {
 async fn a_goaway_after_the_stream_was_taken_is_uncertain() {
     for reason in [h2::Reason::NO_ERROR, h2::Reason::INTERNAL_ERROR] {
         let (addr, streams) = misbehaving(Misbehaviour::GoAwayAfterTaking(reason)).await;
-        assert_eq!(both(|| client(addr)).await, (Class::Uncertain, 2, 1), "{reason:?}");
+        assert_eq!(
+            both(|| client(addr)).await,
+            (Class::Uncertain, 2, 1),
+            "{reason:?}"
+        );
         assert_eq!(streams.load(Ordering::Relaxed), 3, "{reason:?}");
     }
 }
@@ -262,6 +266,10 @@ async fn behind_a_proxy_only_the_client_s_own_connection_proves_unsent() {
         .unwrap();
     let addr = proxy(refusing).await;
     let (class, _, unsent) = both(|| client(addr)).await;
-    assert_ne!(class, Class::Unsent, "behind a proxy, the backend's refusal");
+    assert_ne!(
+        class,
+        Class::Unsent,
+        "behind a proxy, the backend's refusal"
+    );
     assert_eq!(unsent, 1);
 }

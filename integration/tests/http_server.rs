@@ -304,7 +304,10 @@ async fn create(client: &Client, url: &str, tries: &AtomicU32) -> Result<String,
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn connection_refused_is_retried_without_idempotent() {
     let tries = AtomicU32::new(0);
-    let client = Client::builder().no_proxy().build_without_redirects().unwrap();
+    let client = Client::builder()
+        .no_proxy()
+        .build_without_redirects()
+        .unwrap();
     let start = Instant::now();
     let error = create(&client, &support::refused_url("/things"), &tries)
         .await

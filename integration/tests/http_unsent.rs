@@ -108,32 +108,47 @@ async fn order_redirected(status: u16, client: &Client) -> (u32, Class) {
 // Can fail: a connect failure after a followed redirect called unsent (6 POSTs).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_post_redirected_by_301_to_a_refused_target_is_sent_once() {
-    assert_eq!(order_redirected(301, &client()).await, (1, Class::Transient));
+    assert_eq!(
+        order_redirected(301, &client()).await,
+        (1, Class::Transient)
+    );
 }
 
 // Can fail: as above, for 302.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_post_redirected_by_302_to_a_refused_target_is_sent_once() {
-    assert_eq!(order_redirected(302, &client()).await, (1, Class::Transient));
+    assert_eq!(
+        order_redirected(302, &client()).await,
+        (1, Class::Transient)
+    );
 }
 
 // Can fail: as above, for 303 (the case).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_post_redirected_by_303_to_a_refused_target_is_sent_once() {
-    assert_eq!(order_redirected(303, &client()).await, (1, Class::Transient));
+    assert_eq!(
+        order_redirected(303, &client()).await,
+        (1, Class::Transient)
+    );
 }
 
 // 307 and 308 send the POST on to the target, body and all.
 // Can fail: as above, for 307.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_post_redirected_by_307_to_a_refused_target_is_sent_once() {
-    assert_eq!(order_redirected(307, &client()).await, (1, Class::Transient));
+    assert_eq!(
+        order_redirected(307, &client()).await,
+        (1, Class::Transient)
+    );
 }
 
 // Can fail: as above, for 308.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_post_redirected_by_308_to_a_refused_target_is_sent_once() {
-    assert_eq!(order_redirected(308, &client()).await, (1, Class::Transient));
+    assert_eq!(
+        order_redirected(308, &client()).await,
+        (1, Class::Transient)
+    );
 }
 
 // The same with a redirect policy of the user's own, which follows every redirect.
@@ -207,7 +222,10 @@ async fn a_post_redirected_to_a_target_that_resets_or_times_out_is_sent_once() {
 // Can fail: `build_without_redirects` that leaves reqwest's policy on (a connect error).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_without_redirects_returns_the_redirect() {
-    let client = Client::builder().no_proxy().build_without_redirects().unwrap();
+    let client = Client::builder()
+        .no_proxy()
+        .build_without_redirects()
+        .unwrap();
     for status in [301, 302, 303, 307, 308] {
         let (server, posts) = redirecting(status, refused_url("/orders/1")).await;
         let tries = AtomicU32::new(0);
@@ -238,7 +256,10 @@ async fn a_refused_connection_of_the_default_client_is_transient() {
 // Can fail: the mark of `build_without_redirects` lost in reqwest's error (1 attempt).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_refused_connection_of_a_client_without_redirects_is_unsent() {
-    let client = Client::builder().no_proxy().build_without_redirects().unwrap();
+    let client = Client::builder()
+        .no_proxy()
+        .build_without_redirects()
+        .unwrap();
     let url = refused_url("/orders");
     let (unsent, idempotent) = (AtomicU32::new(0), AtomicU32::new(0));
     let error = order(&client, &url, &unsent).await.unwrap_err();
@@ -260,7 +281,10 @@ async fn a_refused_connection_of_a_client_without_redirects_is_unsent() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_pooled_connection_closed_as_the_request_is_written_is_not_unsent() {
     let server = ClosingServer::start(1).await;
-    let client = Client::builder().no_proxy().build_without_redirects().unwrap();
+    let client = Client::builder()
+        .no_proxy()
+        .build_without_redirects()
+        .unwrap();
     let warm = client.get(server.url("/warm")).send().await.unwrap();
     assert_eq!(warm.text().await.unwrap(), "OK");
     let tries = AtomicU32::new(0);

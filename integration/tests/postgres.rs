@@ -562,12 +562,22 @@ async fn terminate_once_waiting(watcher: &Client, pid: &AtomicI32) {
 /// the credit is written behind the debit before the debit's answer. The credit's
 /// failure is what the attempt ends with.
 #[retry(on = not_applied, budget = UNLIMITED, attempts = 3, base = "1ms", cap = "2ms")]
-async fn debit_and_credit(client: &Client, pid: &AtomicI32, seen: &Seen) -> Result<(), PostgresError> {
+async fn debit_and_credit(
+    client: &Client,
+    pid: &AtomicI32,
+    seen: &Seen,
+) -> Result<(), PostgresError> {
     let outcome = async {
         let row = client.query_one("SELECT pg_backend_pid()", &[]).await?;
         pid.store(row.get(0), Ordering::SeqCst);
-        let debit = client.execute("UPDATE accounts SET balance = balance - 10 WHERE id = 1", &[]);
-        let credit = client.execute("UPDATE accounts SET balance = balance + 10 WHERE id = 2", &[]);
+        let debit = client.execute(
+            "UPDATE accounts SET balance = balance - 10 WHERE id = 1",
+            &[],
+        );
+        let credit = client.execute(
+            "UPDATE accounts SET balance = balance + 10 WHERE id = 2",
+            &[],
+        );
         let (debit, credit) = tokio::join!(debit, credit);
         credit?;
         debit?;
