@@ -559,8 +559,9 @@ async fn terminate_once_waiting(watcher: &Client, pid: &AtomicI32) {
 }
 
 /// A debit and a credit sent at once on one connection, which tokio-postgres pipelines:
-/// the credit is written behind the debit before the debit's answer. The credit's
-/// failure is what the attempt ends with.
+/// the credit is written behind the debit before the debit's answer. Both are prepared
+/// first and polled in order (`biased`), since a prepared statement's first poll sends
+/// it: the debit goes first. The credit's failure is what the attempt ends with.
 #[retry(on = not_applied, budget = UNLIMITED, attempts = 3, base = "1ms", cap = "2ms")]
 async fn debit_and_credit(
     client: &Client,
@@ -570,15 +571,17 @@ async fn debit_and_credit(
     let outcome = async {
         let row = client.query_one("SELECT pg_backend_pid()", &[]).await?;
         pid.store(row.get(0), Ordering::SeqCst);
-        let debit = client.execute(
-            "UPDATE accounts SET balance = balance - 10 WHERE id = 1",
-            &[],
+        let debit = client
+            .prepare("UPDATE accounts SET balance = balance - 10 WHERE id = 1")
+            .await?;
+        let credit = client
+            .prepare("UPDATE accounts SET balance = balance + 10 WHERE id = 2")
+            .await?;
+        let (debit, credit) = tokio::join!(
+            biased;
+            client.execute(&debit, &[]),
+            client.execute(&credit, &[]),
         );
-        let credit = client.execute(
-            "UPDATE accounts SET balance = balance + 10 WHERE id = 2",
-            &[],
-        );
-        let (debit, credit) = tokio::join!(debit, credit);
         credit?;
         debit?;
         Ok(())

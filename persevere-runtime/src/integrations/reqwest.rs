@@ -76,10 +76,11 @@ pub trait ClientBuilderExt: Sized {
     /// the server processed the request. Its failures to connect are transient, so
     /// `on = unsent` does not retry them.
     ///
-    /// Set everything else first: this sets the redirect policy and builds. reqwest
-    /// times a `connect_timeout` twice, in hyper's connector (inside the mark: unsent)
-    /// and around the whole connector (outside it: transient); whichever fires first
-    /// decides the class of a connect that timed out.
+    /// Set everything else first: this sets the redirect policy and builds. Connector
+    /// layers of yours (`connector_layer`) are inside the mark, so a connect that one
+    /// of them timed out is unsent. reqwest times a `connect_timeout` twice, in hyper's
+    /// connector (inside the mark: unsent) and around the whole connector (outside it:
+    /// transient); whichever fires first decides.
     ///
     /// ```
     /// use persevere::reqwest::ClientBuilderExt;
