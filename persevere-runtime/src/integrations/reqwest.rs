@@ -1,4 +1,5 @@
-//! reqwest: classifying its errors and responses, and sending idempotency keys and
+//! reqwest: classifying its errors and responses, a client whose failures to connect
+//! prove a request unsent ([`ClientBuilderExt`]), and sending idempotency keys and
 //! deadlines. Enabled by the `reqwest` cargo feature.
 //!
 //! ```no_run
