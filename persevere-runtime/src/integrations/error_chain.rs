@@ -8,7 +8,6 @@
 
 use std::error::Error;
 use std::io;
-use std::ptr;
 
 use crate::classify::class::{Class, Classify};
 use crate::classify::timed_out::AttemptTimedOut;
@@ -31,18 +30,19 @@ pub(super) fn classify_chain(
     error: &(dyn Error + 'static),
     seen_through: impl Fn(&(dyn Error + 'static)) -> bool,
 ) -> Class {
+    // By position, not address: a wrapper's first field, its source, shares its address.
+    let mut top = true;
     let mut next = Some(error);
     while let Some(link) = next {
         if let Some(class) = each_known(&Classed(link)) {
             return match class {
-                Class::Unsent | Class::NotApplied
-                    if !ptr::addr_eq(link, error) && !seen_through(link) =>
-                {
+                Class::Unsent | Class::NotApplied if !top && !seen_through(link) => {
                     Class::Transient
                 }
                 class => class,
             };
         }
+        top = false;
         next = link.source();
     }
     Class::Permanent
@@ -122,7 +122,7 @@ impl Probe for HeldByAnyhow<'_> {
     fn probe<T: Classify + Error + Send + Sync + 'static>(&self) -> Option<Class> {
         let held = self.anyhow.downcast_ref::<T>()?;
         let link = self.link.downcast_ref::<T>()?;
-        ptr::eq(held, link).then(|| link.classify())
+        std::ptr::eq(held, link).then(|| link.classify())
     }
 }
 
@@ -442,6 +442,22 @@ mod tests {
         io(io::ErrorKind::ConnectionRefused)
     }
 
+    /// A wrapper that holds its source inline, at its own address.
+    #[derive(Debug)]
+    struct Inline(io::Error);
+
+    impl fmt::Display for Inline {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("while sending")
+        }
+    }
+
+    impl Error for Inline {
+        fn source(&self) -> Option<&(dyn Error + 'static)> {
+            Some(&self.0)
+        }
+    }
+
     // Can fail: if the walk takes an unsent class from beneath an error it cannot see
     // through (a library that may have followed a redirect after the server took a POST).
     #[test]
@@ -457,6 +473,7 @@ mod tests {
         assert_eq!(plain.classify(), Class::Transient);
         let send: Box<dyn Error + Send> = Box::new(Context(Some(boxed(refused()))));
         assert_eq!(send.classify(), Class::Transient);
+        assert_eq!(boxed(Inline(refused())).classify(), Class::Transient);
     }
 
     // Can fail: if anyhow's own layers (contexts) hide a refused connection, or if a
@@ -481,6 +498,8 @@ mod tests {
             .context("b")
             .unwrap_err();
         assert_eq!(foreign_in_contexts.classify(), Class::Transient);
+        let inline = anyhow::Error::new(Inline(refused())).context("a");
+        assert_eq!(inline.classify(), Class::Transient);
     }
 
     /// A database error with a SQLSTATE, as sqlx's PostgreSQL driver gives (its own type
