@@ -1,7 +1,6 @@
 //! `#[retry]` on functions that return `Box<dyn Error + Send + Sync>` or `Box<dyn Error>`:
 //! the box is classified by the first error in its chain that persevere knows (unsent only
 //! from its own error), and an error it does not know is permanent.
-//! error it does not know is permanent.
 
 use std::error::Error;
 use std::fmt;
