@@ -1,5 +1,6 @@
 //! `#[retry]` on a function that returns `anyhow::Result` (feature `anyhow`): the error is
-//! classified by the first error in its chain that persevere knows, contexts included.
+//! classified by the first error in its chain that persevere knows, contexts included;
+//! unsent only where no error persevere cannot see through lies above it.
 
 use std::io;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -50,4 +51,64 @@ async fn an_error_persevere_does_not_know_is_permanent() {
     let calls = AtomicU32::new(0);
     validate(&calls).await.unwrap_err();
     assert_eq!(calls.load(Ordering::SeqCst), 1);
+}
+
+/// A library's error that persevere does not know, over the I/O error of its last step,
+/// as `reqwest::Error` is without persevere's `reqwest` feature: the library may have
+/// sent the request (and followed a redirect) before that step failed.
+#[derive(Debug)]
+struct Sending(io::Error);
+
+impl std::fmt::Display for Sending {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("sending the order")
+    }
+}
+
+impl std::error::Error for Sending {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.0)
+    }
+}
+
+fn refused() -> io::Error {
+    io::Error::from(io::ErrorKind::ConnectionRefused)
+}
+
+#[retry(on = unsent, attempts = 3, base = "10ms", jitter = "none")]
+async fn place_once(calls: &AtomicU32, beneath_a_library: bool) -> anyhow::Result<()> {
+    calls.fetch_add(1, Ordering::SeqCst);
+    if beneath_a_library {
+        return Err(Sending(refused())).context("placing the order");
+    }
+    Err(refused()).context("placing the order")
+}
+
+#[retry(attempts = 3, base = "10ms", jitter = "none")]
+#[idempotent]
+async fn place_idempotently(calls: &AtomicU32) -> anyhow::Result<()> {
+    calls.fetch_add(1, Ordering::SeqCst);
+    Err(Sending(refused())).context("placing the order")
+}
+
+// Can fail: if a refused connection beneath an error persevere cannot see through is
+// taken as unsent, so an `on = unsent` function repeats a request that may have been
+// processed; if it is no longer retried for an idempotent function; or if one under
+// anyhow's contexts alone is no longer unsent.
+#[tokio::test(start_paused = true)]
+async fn a_refused_connection_beneath_a_library_error_is_retried_only_if_idempotent() {
+    let calls = AtomicU32::new(0);
+    let error = place_once(&calls, true).await.unwrap_err();
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
+    assert!(error.downcast_ref::<Sending>().is_some(), "{error:?}");
+
+    let calls = AtomicU32::new(0);
+    let error = place_idempotently(&calls).await.unwrap_err();
+    assert_eq!(calls.load(Ordering::SeqCst), 3);
+    assert!(error.downcast_ref::<Sending>().is_some(), "{error:?}");
+
+    let calls = AtomicU32::new(0);
+    let error = place_once(&calls, false).await.unwrap_err();
+    assert_eq!(calls.load(Ordering::SeqCst), 3);
+    assert!(error.downcast_ref::<io::Error>().is_some(), "{error:?}");
 }

@@ -53,6 +53,9 @@ enum Misbehaviour {
     DropMidCall,
     /// Takes the stream and never answers.
     Hang,
+    /// Takes the stream, then sends a `GOAWAY` with this reason (its last stream the
+    /// one taken) and closes the connection.
+    GoAwayAfterTaking(h2::Reason),
 }
 
 /// A raw HTTP/2 server that misbehaves as told; counts the streams it received.
@@ -75,7 +78,11 @@ async fn misbehaving(how: Misbehaviour) -> (SocketAddr, Arc<AtomicU32>) {
                             respond.send_reset(h2::Reason::REFUSED_STREAM)
                         }
                         Misbehaviour::DropMidCall => return,
-                        _ => held.push(respond),
+                        Misbehaviour::GoAwayAfterTaking(reason) => {
+                            connection.abrupt_shutdown(reason);
+                            held.push(respond);
+                        }
+                        Misbehaviour::Hang => held.push(respond),
                     }
                 }
             });
@@ -202,5 +209,54 @@ async fn tonic_s_own_timeout_is_transient() {
         (error.classify(), tries.into_inner()),
         (Class::Transient, 3)
     );
+    assert_eq!(streams.load(Ordering::Relaxed), 3);
+}
+
+// The server took the stream, then sent a `GOAWAY` whose last stream is that one and
+// closed: the stream may have run (it is not above the `GOAWAY`), so it is uncertain,
+// whatever the reason the server gave, and sent once by an `on = unsent` function.
+// Can fail: any `GOAWAY` taken as proof that the stream was not processed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_goaway_after_the_stream_was_taken_is_uncertain() {
+    for reason in [h2::Reason::NO_ERROR, h2::Reason::INTERNAL_ERROR] {
+        let (addr, streams) = misbehaving(Misbehaviour::GoAwayAfterTaking(reason)).await;
+        assert_eq!(
+            both(|| client(addr)).await,
+            (Class::Uncertain, 2, 1),
+            "{reason:?}"
+        );
+        assert_eq!(streams.load(Ordering::Relaxed), 3, "{reason:?}");
+    }
+}
+
+/// A TCP proxy on 127.0.0.1 in front of `backend`, as a load balancer in TCP mode is:
+/// each connection it takes, it connects on to the backend and copies both ways.
+async fn proxy(backend: SocketAddr) -> SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        while let Ok((mut inbound, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let Ok(mut outbound) = tokio::net::TcpStream::connect(backend).await else {
+                    return;
+                };
+                let _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;
+            });
+        }
+    });
+    addr
+}
+
+// Through a proxy, the connection the client made is to the proxy: a backend that took
+// the stream and dropped its connection is a connection lost mid-call to the client
+// (uncertain, sent once by an `on = unsent` function), not a refused one. (A backend
+// that refuses the proxy makes the proxy hang up: unsent if the client saw that before
+// it wrote the request, uncertain if after, by a race; both are true.)
+// Can fail: a failure behind a proxy read as unsent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn behind_a_proxy_a_backend_that_drops_the_call_is_uncertain() {
+    let (backend, streams) = misbehaving(Misbehaviour::DropMidCall).await;
+    let addr = proxy(backend).await;
+    assert_eq!(both(|| client(addr)).await, (Class::Uncertain, 2, 1));
     assert_eq!(streams.load(Ordering::Relaxed), 3);
 }

@@ -578,27 +578,7 @@ async fn a_terminated_session_is_uncertain_and_not_retried() {
         let (pid, seen) = (pid.clone(), seen.clone());
         async move { transfer_noting_pid(&mut client, &pid, &seen).await }
     });
-    let waiting =
-        "SELECT count(*) FROM pg_stat_activity WHERE pid = $1 AND wait_event_type = 'Lock'";
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let pid = pid.load(Ordering::SeqCst);
-        let row = watcher.query_one(waiting, &[&pid]).await.unwrap();
-        if row.get::<_, i64>(0) == 1 {
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the transfer never waited on the lock"
-        );
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
-    let pid = pid.load(Ordering::SeqCst);
-    let row = watcher
-        .query_one("SELECT pg_terminate_backend($1)", &[&pid])
-        .await
-        .unwrap();
-    assert!(row.get::<_, bool>(0));
+    terminate_once_waiting(&watcher, &pid).await;
     let e = call.await.unwrap().unwrap_err();
     // The server says why (57P01, admin_shutdown) as it closes the connection; the
     // client reads it if the message arrives before the end of the stream, or sees the
@@ -610,6 +590,91 @@ async fn a_terminated_session_is_uncertain_and_not_retried() {
     assert_eq!(e.classify(), Class::Uncertain);
     assert_eq!(seen.all().len(), 1);
     assert_eq!(seen.all()[0].1, Class::Uncertain);
+    assert_eq!(seen.attempts(), 1);
+    lock.rollback().await.unwrap();
+    assert_eq!(balances(&watcher).await, [100, 100]);
+}
+
+/// Waits until the session whose pid is in `pid` waits on a lock, then terminates it.
+async fn terminate_once_waiting(watcher: &Client, pid: &AtomicI32) {
+    let waiting =
+        "SELECT count(*) FROM pg_stat_activity WHERE pid = $1 AND wait_event_type = 'Lock'";
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let pid = pid.load(Ordering::SeqCst);
+        let row = watcher.query_one(waiting, &[&pid]).await.unwrap();
+        if row.get::<_, i64>(0) == 1 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the session never waited on the lock"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let pid = pid.load(Ordering::SeqCst);
+    let row = watcher
+        .query_one("SELECT pg_terminate_backend($1)", &[&pid])
+        .await
+        .unwrap();
+    assert!(row.get::<_, bool>(0));
+}
+
+/// A debit and a credit sent at once on one connection, which tokio-postgres pipelines:
+/// the credit is written behind the debit before the debit's answer. Both are prepared
+/// first and polled in order (`biased`), since a prepared statement's first poll sends
+/// it: the debit goes first. The credit's failure is what the attempt ends with.
+#[retry(on = not_applied, budget = UNLIMITED, attempts = 3, base = "1ms", cap = "2ms")]
+async fn debit_and_credit(
+    client: &Client,
+    pid: &AtomicI32,
+    seen: &Seen,
+) -> Result<(), PostgresError> {
+    let outcome = async {
+        let row = client.query_one("SELECT pg_backend_pid()", &[]).await?;
+        pid.store(row.get(0), Ordering::SeqCst);
+        let debit = client
+            .prepare("UPDATE accounts SET balance = balance - 10 WHERE id = 1")
+            .await?;
+        let credit = client
+            .prepare("UPDATE accounts SET balance = balance + 10 WHERE id = 2")
+            .await?;
+        let (debit, credit) = tokio::join!(
+            biased;
+            client.execute(&debit, &[]),
+            client.execute(&credit, &[]),
+        );
+        credit?;
+        debit?;
+        Ok(())
+    };
+    seen.note(outcome.await)
+}
+
+// The debit waits on a lock, the credit is pipelined behind it, and the session is
+// terminated: the credit was sent, so its failure is not unsent (nor is the connection
+// closed under it), and the function, not idempotent, makes one attempt.
+// Can fail: a statement sent behind another on a lost connection called unsent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_statement_pipelined_behind_another_is_not_unsent() {
+    let server = start();
+    let mut blocker = server.connect().await;
+    let watcher = server.connect().await;
+    let client = Arc::new(server.connect().await);
+    accounts(&watcher, 2, 100).await;
+    let lock = blocker.transaction().await.unwrap();
+    lock.execute("UPDATE accounts SET balance = balance WHERE id = 1", &[])
+        .await
+        .unwrap();
+    let pid = Arc::new(AtomicI32::new(0));
+    let seen = Arc::new(Seen::default());
+    let call = tokio::spawn({
+        let (client, pid, seen) = (client.clone(), pid.clone(), seen.clone());
+        async move { debit_and_credit(&client, &pid, &seen).await }
+    });
+    terminate_once_waiting(&watcher, &pid).await;
+    let e = call.await.unwrap().unwrap_err();
+    assert_eq!(e.classify(), Class::Uncertain, "{e}");
     assert_eq!(seen.attempts(), 1);
     lock.rollback().await.unwrap();
     assert_eq!(balances(&watcher).await, [100, 100]);

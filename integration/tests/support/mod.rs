@@ -324,6 +324,114 @@ impl Drop for WriteServer {
     }
 }
 
+/// A raw HTTP/1.1 server on 127.0.0.1 that answers the first `answered` requests of
+/// each connection with `200 OK`, keeping the connection open, and closes it after
+/// reading the next one, without answering: a pooled connection the server closes as
+/// the request is written (or, with `answered` 0, a server that takes each request and
+/// resets). Counts the requests it read and the connections it took.
+pub struct ClosingServer {
+    pub addr: SocketAddr,
+    requests: Arc<std::sync::atomic::AtomicU32>,
+    connections: Arc<std::sync::atomic::AtomicU32>,
+    task: JoinHandle<()>,
+}
+
+impl ClosingServer {
+    pub async fn start(answered: usize) -> Self {
+        use std::sync::atomic::{AtomicU32, Ordering};
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let requests = Arc::new(AtomicU32::new(0));
+        let connections = Arc::new(AtomicU32::new(0));
+        let (seen, taken) = (requests.clone(), connections.clone());
+        let task = tokio::spawn(async move {
+            while let Ok((mut stream, _)) = listener.accept().await {
+                taken.fetch_add(1, Ordering::SeqCst);
+                let seen = seen.clone();
+                tokio::spawn(async move {
+                    for n in 0.. {
+                        let Some((next, _)) = read_request(stream).await else {
+                            return;
+                        };
+                        stream = next;
+                        seen.fetch_add(1, Ordering::SeqCst);
+                        if n >= answered {
+                            return;
+                        }
+                        let ok = "HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nOK";
+                        if stream.write_all(ok.as_bytes()).await.is_err() {
+                            return;
+                        }
+                    }
+                });
+            }
+        });
+        Self {
+            addr,
+            requests,
+            connections,
+            task,
+        }
+    }
+
+    /// The URL of `path` on this server.
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.addr)
+    }
+
+    /// The requests it read.
+    pub fn requests(&self) -> u32 {
+        self.requests.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// The connections it took.
+    pub fn connections(&self) -> u32 {
+        self.connections.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+impl Drop for ClosingServer {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// The URL of a listener on 127.0.0.1 that takes each connection and never reads or
+/// answers; it lives until the test's runtime ends.
+pub async fn hanging_listener() -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((stream, _)) = listener.accept().await {
+            held.push(stream);
+        }
+    });
+    format!("http://{addr}/orders/1")
+}
+
+/// The URL of a listener on 127.0.0.1 whose accept queue is full (a backlog of 0, two
+/// connections waiting, none accepted), so that a connect to it times out: Linux drops
+/// the SYN. It lives until the test's runtime ends.
+pub async fn full_listener() -> String {
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.bind("127.0.0.1:0".parse().unwrap()).unwrap();
+    let listener = socket.listen(0).unwrap();
+    let addr = listener.local_addr().unwrap();
+    let mut waiting = Vec::new();
+    for _ in 0..2 {
+        let connecting = TcpStream::connect(addr);
+        if let Ok(Ok(stream)) = tokio::time::timeout(ms(100), connecting).await {
+            waiting.push(stream);
+        }
+    }
+    tokio::spawn(async move {
+        let _held = (listener, waiting);
+        std::future::pending::<()>().await
+    });
+    format!("http://{addr}/orders/1")
+}
+
 /// Performs the write `request`: its status, its body, and whether it was a replay.
 fn apply(store: &Store, request: &Request) -> (StatusCode, String, bool) {
     let Some(key) = request.header("idempotency-key") else {

@@ -1,8 +1,10 @@
 //! Type-erased errors: `Box<dyn Error + Send + Sync>`, `anyhow::Error`.
 //!
 //! Their class is that of the first error in the chain (the error, then its `source()`,
-//! and so on) whose type persevere knows. It names every integration's error types, so it
-//! sits above them all, with the integrations.
+//! and so on) whose type persevere knows, except that a proof the request took no
+//! effect (unsent, not applied) counts only where no layer persevere cannot see through
+//! lies above it. It names every integration's error types, so it sits above them all,
+//! with the integrations.
 
 use std::error::Error;
 use std::io;
@@ -16,60 +18,112 @@ use crate::fleet::breaker::CircuitOpen;
 /// `http::StatusError`, `reqwest::Error`, `persevere::reqwest::RequestError`,
 /// `rusqlite::Error`, `tonic::Status`, `tokio_postgres::Error`,
 /// `persevere::postgres::PostgresError` and `sqlx::Error`. Permanent if none is.
-pub(super) fn classify_chain(error: &(dyn Error + 'static)) -> Class {
+///
+/// Unsent and not applied say that the request took no effect, and only the error that
+/// failed can say so: an error of a type persevere does not know may come from a library
+/// that did work of its own first (followed a redirect after the server took a POST,
+/// retried, pipelined), and expose the failure of its last step as its `source()`. So
+/// those two classes count only from `error` itself or from an error `seen_through` says
+/// was reached through layers known to be wrappers alone; found anywhere else, they are
+/// transient.
+pub(super) fn classify_chain(
+    error: &(dyn Error + 'static),
+    seen_through: impl Fn(&(dyn Error + 'static)) -> bool,
+) -> Class {
+    // By position, not address: a wrapper's first field, its source, shares its address.
+    let mut top = true;
     let mut next = Some(error);
-    while let Some(error) = next {
-        if let Some(class) = known(error) {
-            return class;
+    while let Some(link) = next {
+        if let Some(class) = each_known(&Classed(link)) {
+            return match class {
+                Class::Unsent | Class::NotApplied if !top && !seen_through(link) => {
+                    Class::Transient
+                }
+                class => class,
+            };
         }
-        next = error.source();
+        top = false;
+        next = link.source();
     }
     Class::Permanent
 }
 
-fn known(error: &(dyn Error + 'static)) -> Option<Class> {
-    if let Some(e) = error.downcast_ref::<io::Error>() {
-        return Some(e.classify());
+/// A question asked of each error type persevere knows.
+trait Probe {
+    fn probe<T: Classify + Error + Send + Sync + 'static>(&self) -> Option<Class>;
+}
+
+/// The first answer `probe` gives, asking of each type persevere knows in turn.
+fn each_known(probe: &impl Probe) -> Option<Class> {
+    if let Some(class) = probe.probe::<io::Error>() {
+        return Some(class);
     }
-    if let Some(e) = error.downcast_ref::<AttemptTimedOut>() {
-        return Some(e.classify());
+    if let Some(class) = probe.probe::<AttemptTimedOut>() {
+        return Some(class);
     }
-    if let Some(e) = error.downcast_ref::<CircuitOpen>() {
-        return Some(e.classify());
+    if let Some(class) = probe.probe::<CircuitOpen>() {
+        return Some(class);
     }
     #[cfg(feature = "http")]
-    if let Some(e) = error.downcast_ref::<crate::integrations::http::StatusError>() {
-        return Some(e.classify());
+    if let Some(class) = probe.probe::<crate::integrations::http::StatusError>() {
+        return Some(class);
     }
     #[cfg(feature = "reqwest")]
-    if let Some(e) = error.downcast_ref::<reqwest::Error>() {
-        return Some(e.classify());
+    if let Some(class) = probe.probe::<reqwest::Error>() {
+        return Some(class);
     }
     #[cfg(feature = "reqwest")]
-    if let Some(e) = error.downcast_ref::<crate::integrations::reqwest::RequestError>() {
-        return Some(e.classify());
+    if let Some(class) = probe.probe::<crate::integrations::reqwest::RequestError>() {
+        return Some(class);
     }
     #[cfg(feature = "rusqlite")]
-    if let Some(e) = error.downcast_ref::<rusqlite::Error>() {
-        return Some(e.classify());
+    if let Some(class) = probe.probe::<rusqlite::Error>() {
+        return Some(class);
     }
     #[cfg(feature = "tonic")]
-    if let Some(e) = error.downcast_ref::<tonic::Status>() {
-        return Some(e.classify());
+    if let Some(class) = probe.probe::<tonic::Status>() {
+        return Some(class);
     }
     #[cfg(feature = "postgres")]
-    if let Some(e) = error.downcast_ref::<tokio_postgres::Error>() {
-        return Some(e.classify());
+    if let Some(class) = probe.probe::<tokio_postgres::Error>() {
+        return Some(class);
     }
     #[cfg(feature = "postgres")]
-    if let Some(e) = error.downcast_ref::<crate::integrations::postgres::PostgresError>() {
-        return Some(e.classify());
+    if let Some(class) = probe.probe::<crate::integrations::postgres::PostgresError>() {
+        return Some(class);
     }
     #[cfg(feature = "sqlx")]
-    if let Some(e) = error.downcast_ref::<sqlx::Error>() {
-        return Some(e.classify());
+    if let Some(class) = probe.probe::<sqlx::Error>() {
+        return Some(class);
     }
     None
+}
+
+/// The class of an error in the chain, if its type is one persevere knows.
+struct Classed<'a>(&'a (dyn Error + 'static));
+
+impl Probe for Classed<'_> {
+    fn probe<T: Classify + Error + Send + Sync + 'static>(&self) -> Option<Class> {
+        self.0.downcast_ref::<T>().map(Classify::classify)
+    }
+}
+
+/// Whether an error in an `anyhow::Error`'s chain is the one `anyhow` itself holds: its
+/// `downcast_ref` reaches it through `.context(...)` layers, any number of them, and
+/// through nothing else (not a `source()`).
+#[cfg(feature = "anyhow")]
+struct HeldByAnyhow<'a> {
+    anyhow: &'a anyhow::Error,
+    link: &'a (dyn Error + 'static),
+}
+
+#[cfg(feature = "anyhow")]
+impl Probe for HeldByAnyhow<'_> {
+    fn probe<T: Classify + Error + Send + Sync + 'static>(&self) -> Option<Class> {
+        let held = self.anyhow.downcast_ref::<T>()?;
+        let link = self.link.downcast_ref::<T>()?;
+        std::ptr::eq(held, link).then(|| link.classify())
+    }
 }
 
 /// Classified by the first error in its chain whose type persevere knows
@@ -77,44 +131,78 @@ fn known(error: &(dyn Error + 'static)) -> Option<Class> {
 /// `http::StatusError`, `reqwest::Error`, `RequestError`, `rusqlite::Error`,
 /// `tonic::Status`, `tokio_postgres::Error`, `PostgresError`, `sqlx::Error`);
 /// permanent if none is. So `Box<dyn Error + Send + Sync>` works as a retried
-/// function's error:
+/// function's error.
+///
+/// Unsent and not applied, the classes that prove the request took no effect, count
+/// only from the boxed error itself. Beneath an error of a type persevere does not know
+/// they are transient: that error's library may have done work of its own before the
+/// failure it exposes as its `source()` (reqwest without persevere's `reqwest` feature,
+/// say, following a redirect after the server took a POST). Other classes are kept.
 ///
 /// ```
 /// use std::error::Error;
-/// use std::io;
+/// use std::{fmt, io};
 /// use persevere::{Class, Classify};
 ///
 /// let reset: Box<dyn Error + Send + Sync> = io::Error::from(io::ErrorKind::ConnectionReset).into();
 /// assert_eq!(reset.classify(), Class::Transient);
+///
+/// let refused = || io::Error::from(io::ErrorKind::ConnectionRefused);
+/// let boxed: Box<dyn Error + Send + Sync> = refused().into();
+/// assert_eq!(boxed.classify(), Class::Unsent);
+///
+/// // A library's error that persevere does not know, over the refused connection.
+/// #[derive(Debug)]
+/// struct Sending(io::Error);
+/// impl fmt::Display for Sending {
+///     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+///         f.write_str("sending the order")
+///     }
+/// }
+/// impl Error for Sending {
+///     fn source(&self) -> Option<&(dyn Error + 'static)> {
+///         Some(&self.0)
+///     }
+/// }
+/// let beneath: Box<dyn Error + Send + Sync> = Sending(refused()).into();
+/// assert_eq!(beneath.classify(), Class::Transient);
 ///
 /// let unknown: Box<dyn Error + Send + Sync> = "no such user".into();
 /// assert_eq!(unknown.classify(), Class::Permanent);
 /// ```
 impl Classify for dyn Error + Send + Sync + 'static {
     fn classify(&self) -> Class {
-        classify_chain(self)
+        classify_chain(self, |_| false)
     }
 }
 
 /// As for `dyn Error + Send + Sync`: by the first error in its chain whose type
-/// persevere knows; permanent if none is.
+/// persevere knows, unsent or not applied only from the boxed error itself; permanent
+/// if none is.
 impl Classify for dyn Error + Send + 'static {
     fn classify(&self) -> Class {
-        classify_chain(self)
+        classify_chain(self, |_| false)
     }
 }
 
 /// As for `dyn Error + Send + Sync`: by the first error in its chain whose type
-/// persevere knows; permanent if none is.
+/// persevere knows, unsent or not applied only from the boxed error itself; permanent
+/// if none is.
 impl Classify for dyn Error + 'static {
     fn classify(&self) -> Class {
-        classify_chain(self)
+        classify_chain(self, |_| false)
     }
 }
 
 /// Classified by the first error in its chain (`anyhow::Error::chain`, contexts
 /// included) whose type persevere knows, as `Box<dyn Error + Send + Sync>` is;
 /// permanent if none is. Enabled by the `anyhow` cargo feature.
+///
+/// Unsent and not applied count only from the error the `anyhow::Error` holds, beneath
+/// its contexts (what `anyhow::Error::downcast_ref` reaches): beneath an error of a type
+/// persevere does not know, such as a `reqwest::Error` without persevere's `reqwest`
+/// feature, they are transient, for that library may have sent the request before the
+/// failure it exposes (a redirect followed after the server took a POST).
 ///
 /// ```
 /// use std::io;
@@ -123,6 +211,7 @@ impl Classify for dyn Error + 'static {
 ///
 /// let refused = Err::<(), _>(io::Error::from(io::ErrorKind::ConnectionRefused))
 ///     .context("loading the user")
+///     .context("checkout")
 ///     .unwrap_err();
 /// assert_eq!(refused.classify(), Class::Unsent);
 /// assert_eq!(anyhow::anyhow!("bad input").classify(), Class::Permanent);
@@ -130,7 +219,9 @@ impl Classify for dyn Error + 'static {
 #[cfg(feature = "anyhow")]
 impl Classify for anyhow::Error {
     fn classify(&self) -> Class {
-        classify_chain(self.as_ref())
+        classify_chain(self.as_ref(), |link| {
+            each_known(&HeldByAnyhow { anyhow: self, link }).is_some()
+        })
     }
 }
 
@@ -319,13 +410,13 @@ mod tests {
     #[test]
     fn sqlx_errors_in_the_chain() {
         let refused = sqlx::Error::Io(io(io::ErrorKind::ConnectionRefused));
-        assert_eq!(
-            boxed(Context(Some(boxed(refused)))).classify(),
-            Class::Unsent
-        );
+        assert_eq!(boxed(refused).classify(), Class::Unsent);
         // sqlx's error is known before the I/O error inside it: lost, not reset.
         let lost = sqlx::Error::Io(io(io::ErrorKind::ConnectionReset));
-        assert_eq!(boxed(lost).classify(), Class::Uncertain);
+        assert_eq!(
+            boxed(Context(Some(boxed(lost)))).classify(),
+            Class::Uncertain
+        );
         assert_eq!(boxed(sqlx::Error::PoolTimedOut).classify(), Class::Unsent);
     }
 
@@ -338,13 +429,139 @@ mod tests {
             .context("checkout")
             .unwrap_err();
         assert_eq!(reset.classify(), Class::Transient);
-        let wrapped =
-            anyhow::Error::new(Context(Some(boxed(io(io::ErrorKind::ConnectionRefused)))));
-        assert_eq!(wrapped.classify(), Class::Unsent);
+        let missing = anyhow::Error::new(Context(Some(boxed(io(io::ErrorKind::NotFound)))));
+        assert_eq!(missing.classify(), Class::Permanent);
         assert_eq!(anyhow::anyhow!("bad input").classify(), Class::Permanent);
         assert_eq!(
             anyhow::Error::new(Context(None)).classify(),
             Class::Permanent
         );
+    }
+
+    fn refused() -> io::Error {
+        io(io::ErrorKind::ConnectionRefused)
+    }
+
+    /// A wrapper that holds its source inline, at its own address.
+    #[derive(Debug)]
+    struct Inline(io::Error);
+
+    impl fmt::Display for Inline {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("while sending")
+        }
+    }
+
+    impl Error for Inline {
+        fn source(&self) -> Option<&(dyn Error + 'static)> {
+            Some(&self.0)
+        }
+    }
+
+    // Can fail: if the walk takes an unsent class from beneath an error it cannot see
+    // through (a library that may have followed a redirect after the server took a POST).
+    #[test]
+    fn a_refused_connection_beneath_an_unknown_error_is_transient() {
+        assert_eq!(boxed(refused()).classify(), Class::Unsent);
+        assert_eq!(
+            boxed(Context(Some(boxed(refused())))).classify(),
+            Class::Transient
+        );
+        let deep = Context(Some(boxed(Context(Some(boxed(refused()))))));
+        assert_eq!(boxed(deep).classify(), Class::Transient);
+        let plain: Box<dyn Error> = Box::new(Context(Some(boxed(refused()))));
+        assert_eq!(plain.classify(), Class::Transient);
+        let send: Box<dyn Error + Send> = Box::new(Context(Some(boxed(refused()))));
+        assert_eq!(send.classify(), Class::Transient);
+        assert_eq!(boxed(Inline(refused())).classify(), Class::Transient);
+    }
+
+    // Can fail: if anyhow's own layers (contexts) hide a refused connection, or if a
+    // foreign error inside the `anyhow::Error` lets one through as unsent.
+    #[cfg(feature = "anyhow")]
+    #[test]
+    fn anyhow_proves_unsent_only_through_its_contexts() {
+        use anyhow::Context as _;
+        assert_eq!(anyhow::Error::new(refused()).classify(), Class::Unsent);
+        let contexts = Err::<(), _>(refused())
+            .context("a")
+            .context("b")
+            .unwrap_err();
+        assert_eq!(contexts.classify(), Class::Unsent);
+        let on_anyhow = anyhow::Error::new(refused()).context("a").context("b");
+        assert_eq!(on_anyhow.classify(), Class::Unsent);
+
+        let foreign = anyhow::Error::new(Context(Some(boxed(refused()))));
+        assert_eq!(foreign.classify(), Class::Transient);
+        let foreign_in_contexts = Err::<(), _>(Context(Some(boxed(refused()))))
+            .context("a")
+            .context("b")
+            .unwrap_err();
+        assert_eq!(foreign_in_contexts.classify(), Class::Transient);
+        let inline = anyhow::Error::new(Inline(refused())).context("a");
+        assert_eq!(inline.classify(), Class::Transient);
+    }
+
+    /// A database error with a SQLSTATE, as sqlx's PostgreSQL driver gives (its own type
+    /// needs a server to be made).
+    #[cfg(feature = "sqlx")]
+    #[derive(Debug)]
+    struct Sqlstate(&'static str);
+
+    #[cfg(feature = "sqlx")]
+    impl fmt::Display for Sqlstate {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            write!(f, "SQLSTATE {}", self.0)
+        }
+    }
+
+    #[cfg(feature = "sqlx")]
+    impl Error for Sqlstate {}
+
+    #[cfg(feature = "sqlx")]
+    impl sqlx::error::DatabaseError for Sqlstate {
+        fn message(&self) -> &str {
+            "could not serialize access"
+        }
+        fn code(&self) -> Option<std::borrow::Cow<'_, str>> {
+            Some(self.0.into())
+        }
+        fn as_error(&self) -> &(dyn Error + Send + Sync + 'static) {
+            self
+        }
+        fn as_error_mut(&mut self) -> &mut (dyn Error + Send + Sync + 'static) {
+            self
+        }
+        fn into_error(self: Box<Self>) -> Box<dyn Error + Send + Sync + 'static> {
+            self
+        }
+        fn kind(&self) -> sqlx::error::ErrorKind {
+            sqlx::error::ErrorKind::Other
+        }
+    }
+
+    // Can fail: if a not-applied class (a transaction rolled back) is taken from beneath
+    // an error persevere cannot see through, or lost under anyhow's contexts.
+    #[cfg(feature = "sqlx")]
+    #[test]
+    fn a_rolled_back_transaction_beneath_an_unknown_error_is_transient() {
+        let rolled_back = || sqlx::Error::Database(Box::new(Sqlstate("40001")));
+        assert_eq!(boxed(rolled_back()).classify(), Class::NotApplied);
+        assert_eq!(
+            boxed(Context(Some(boxed(rolled_back())))).classify(),
+            Class::Transient
+        );
+        let refused = sqlx::Error::Io(refused());
+        assert_eq!(
+            boxed(Context(Some(boxed(refused)))).classify(),
+            Class::Transient
+        );
+        #[cfg(feature = "anyhow")]
+        {
+            let held = anyhow::Error::new(rolled_back()).context("transfer");
+            assert_eq!(held.context("checkout").classify(), Class::NotApplied);
+            let foreign = anyhow::Error::new(Context(Some(boxed(rolled_back()))));
+            assert_eq!(foreign.context("transfer").classify(), Class::Transient);
+        }
     }
 }

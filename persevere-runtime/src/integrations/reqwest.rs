@@ -1,4 +1,5 @@
-//! reqwest: classifying its errors and responses, and sending idempotency keys and
+//! reqwest: classifying its errors and responses, a client whose failures to connect
+//! prove a request unsent ([`ClientBuilderExt`]), and sending idempotency keys and
 //! deadlines. Enabled by the `reqwest` cargo feature.
 //!
 //! ```no_run
@@ -17,7 +18,11 @@
 //! }
 //! ```
 
+use std::error::Error as StdError;
 use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
 
 use crate::classify::class::{Class, Classify};
 use crate::classify::timed_out::AttemptTimedOut;
@@ -29,17 +34,21 @@ use crate::key::IdempotencyKey;
 pub const IDEMPOTENCY_KEY: &str = "Idempotency-Key";
 
 /// reqwest's errors:
-/// - a failure to connect (refused, DNS, connect timeout) is [`Class::Unsent`]: the
-///   request never left;
+/// - a failure to connect (refused, DNS) of a client that follows no redirect
+///   ([`ClientBuilderExt::build_without_redirects`]) is [`Class::Unsent`]: the request
+///   never left;
+/// - a failure to connect of any other client is transient: reqwest follows redirects
+///   inside `send`, and a refused connection to a redirect's target, after the server
+///   processed the request, is the same error as a refused first connection;
 /// - a timeout, or a failure while sending the request or reading the response body, is
 ///   transient;
 /// - an error made from a status (`error_for_status`) is classified by the status;
 /// - building the request, following redirects, and decoding the body are permanent.
 impl Classify for reqwest::Error {
     fn classify(&self) -> Class {
-        if self.is_connect() {
+        if self.is_connect() && without_redirects(self) {
             Class::Unsent
-        } else if self.is_timeout() {
+        } else if self.is_connect() || self.is_timeout() {
             Class::Transient
         } else if let Some(status) = self.status() {
             status.classify()
@@ -48,6 +57,134 @@ impl Classify for reqwest::Error {
         } else {
             Class::Permanent
         }
+    }
+}
+
+/// The error a connector gives: reqwest's `BoxError`.
+type BoxError = Box<dyn StdError + Send + Sync>;
+
+/// Building a client whose failures to connect prove a request unsent.
+pub trait ClientBuilderExt: Sized {
+    /// Builds a client that follows no redirect and marks its connector's failures, so
+    /// that its failures to connect (refused, DNS) are [`Class::Unsent`]: without a
+    /// redirect, the connection that failed is the one the request would have gone on,
+    /// so nothing of it left. A redirect comes back as the response (its status is not
+    /// a failure: `error_for_retry` passes it), for the caller to follow or not.
+    ///
+    /// A client that may follow redirects (reqwest's default, or any policy but
+    /// `Policy::none()`) cannot tell: reqwest follows them inside `send`, and a refused
+    /// connection to the redirect's target comes back as the same connect error, after
+    /// the server processed the request. Its failures to connect are transient, so
+    /// `on = unsent` does not retry them.
+    ///
+    /// Set everything else first: this sets the redirect policy and builds. Connector
+    /// layers of yours (`connector_layer`) are inside the mark, so a connect that one
+    /// of them timed out is unsent. reqwest times a `connect_timeout` twice, in hyper's
+    /// connector (inside the mark: unsent) and around the whole connector (outside it:
+    /// transient); whichever fires first decides.
+    ///
+    /// ```
+    /// use persevere::reqwest::ClientBuilderExt;
+    ///
+    /// let client = reqwest::Client::builder().build_without_redirects()?;
+    /// # Ok::<(), reqwest::Error>(())
+    /// ```
+    fn build_without_redirects(self) -> reqwest::Result<reqwest::Client>;
+}
+
+impl ClientBuilderExt for reqwest::ClientBuilder {
+    fn build_without_redirects(self) -> reqwest::Result<reqwest::Client> {
+        self.connector_layer(MarkConnectFailures)
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+    }
+}
+
+/// A failure to connect in a client of [`ClientBuilderExt::build_without_redirects`]:
+/// the one proof that a reqwest connect error is of a request's only hop. Private, so
+/// that no client that follows redirects can carry it.
+#[derive(Debug)]
+struct ConnectFailed(BoxError);
+
+impl fmt::Display for ConnectFailed {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("could not connect (no redirect followed)")
+    }
+}
+
+impl StdError for ConnectFailed {
+    fn source(&self) -> Option<&(dyn StdError + 'static)> {
+        Some(&*self.0)
+    }
+}
+
+/// Whether `error`'s chain holds the mark of a client that follows no redirect.
+fn without_redirects(error: &reqwest::Error) -> bool {
+    let mut next = error.source();
+    while let Some(error) = next {
+        if error.is::<ConnectFailed>() {
+            return true;
+        }
+        next = error.source();
+    }
+    false
+}
+
+/// The connector layer that marks each failed connect as a [`ConnectFailed`].
+#[derive(Clone, Copy)]
+struct MarkConnectFailures;
+
+impl<S> tower_layer::Layer<S> for MarkConnectFailures {
+    type Service = Marking<S>;
+
+    fn layer(&self, inner: S) -> Marking<S> {
+        Marking(inner)
+    }
+}
+
+/// A connector whose failures are marked.
+#[derive(Clone)]
+struct Marking<S>(S);
+
+fn mark(error: BoxError) -> BoxError {
+    Box::new(ConnectFailed(error))
+}
+
+impl<S, R> tower_service::Service<R> for Marking<S>
+where
+    S: tower_service::Service<R, Error = BoxError>,
+{
+    type Response = S::Response;
+    type Error = BoxError;
+    type Future = Connecting<S::Future>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
+        self.0.poll_ready(cx)
+    }
+
+    fn call(&mut self, destination: R) -> Self::Future {
+        Connecting {
+            inner: self.0.call(destination),
+        }
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// A connect in flight, its failure marked.
+    struct Connecting<F> {
+        #[pin]
+        inner: F,
+    }
+}
+
+impl<F, T> Future for Connecting<F>
+where
+    F: Future<Output = Result<T, BoxError>>,
+{
+    type Output = Result<T, BoxError>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        self.project().inner.poll(cx).map_err(mark)
     }
 }
 
