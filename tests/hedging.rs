@@ -686,3 +686,87 @@ async fn a_hedged_call_cut_at_its_deadline_has_failed_not_been_abandoned() {
         "{s:?}"
     );
 }
+
+#[retry(hedge = "50ms", base = "10ms", jitter = "none", budget = UNLIMITED)]
+#[idempotent]
+async fn hedged_fails_fast(script: &Script) -> io::Result<u32> {
+    script.attempt().await
+}
+
+// Attempts that fail before the hedge's delay send no copy, and are retried as any
+// attempt is: 10 ms, a wait of 10, 10 ms, a wait of 20, and a success at 10 ms.
+// Can fail: a failure before the delay that ends the call, or sends a copy; the waits
+// of a hedged call not its policy's.
+#[tokio::test(start_paused = true)]
+async fn an_attempt_that_fails_before_its_hedge_is_retried() {
+    let script = Script::new(&[(10, FAIL), (10, FAIL), (10, OK)]);
+    let start = Instant::now();
+    assert_eq!(hedged_fails_fast(&script).await.unwrap(), 3);
+    assert_eq!(start.elapsed(), ms(60));
+    assert_eq!(script.counts(), (3, 3));
+    let s = stats("hedged_fails_fast");
+    assert_eq!((s.attempts, s.retries, s.hedges), (3, 2, 0));
+}
+
+static NESTED: AtomicU32 = AtomicU32::new(0);
+
+#[retry(attempts = 2, base = "1ms", budget = UNLIMITED)]
+#[idempotent]
+async fn nested_under_hedge() -> io::Result<u32> {
+    NESTED.fetch_add(1, Ordering::SeqCst);
+    Err(io::ErrorKind::ConnectionReset.into())
+}
+
+#[retry(hedge = "50ms", base = "1ms", budget = UNLIMITED)]
+#[idempotent]
+async fn hedged_over_nested() -> io::Result<u32> {
+    nested_under_hedge().await
+}
+
+// A hedged attempt that passes on the failure of a nested call, which retried it: the
+// hedged call does not retry it again (1 attempt over the nested call's 2).
+// Can fail: the nested-call rule lost in the hedged driver, so that the layers multiply
+// (6 attempts of the nested function, not 2).
+#[tokio::test(start_paused = true)]
+async fn a_nested_failure_inside_a_hedged_attempt_is_not_retried_again() {
+    assert!(hedged_over_nested().await.is_err());
+    assert_eq!(NESTED.load(Ordering::SeqCst), 2);
+    let s = stats("hedged_over_nested");
+    assert_eq!((s.attempts, s.failed.retried_inside), (1, 1));
+}
+
+static LAST_COPY_CALLS: AtomicU32 = AtomicU32::new(0);
+static LAST_COPY_NESTED: AtomicU32 = AtomicU32::new(0);
+
+#[retry(attempts = 2, base = "1ms", budget = UNLIMITED)]
+#[idempotent]
+async fn nested_in_the_copy() -> io::Result<u32> {
+    LAST_COPY_NESTED.fetch_add(1, Ordering::SeqCst);
+    Err(io::ErrorKind::ConnectionReset.into())
+}
+
+// The first attempt fails on its own at 70 ms; its copy, sent at 50 ms, passes on a
+// nested call's failure at 81 ms, the last in flight.
+#[retry(hedge = "50ms", base = "1ms", budget = UNLIMITED)]
+#[idempotent]
+async fn hedged_copy_passes_on_nested() -> io::Result<u32> {
+    if LAST_COPY_CALLS.fetch_add(1, Ordering::SeqCst) == 0 {
+        tokio::time::sleep(ms(70)).await;
+        return Err(io::ErrorKind::ConnectionReset.into());
+    }
+    tokio::time::sleep(ms(30)).await;
+    nested_in_the_copy().await
+}
+
+// The attempt ends with the copy's outcome, and so with the copy's mark of a nested
+// failure, not the first's: the call gives up as retried inside.
+// Can fail: the marks of the first attempt and of its copies not kept apart, so that
+// the copy's failure, which a nested call retried, is retried again.
+#[tokio::test(start_paused = true)]
+async fn the_copy_whose_outcome_ends_the_attempt_gives_its_nested_mark() {
+    assert!(hedged_copy_passes_on_nested().await.is_err());
+    assert_eq!(LAST_COPY_CALLS.load(Ordering::SeqCst), 2);
+    assert_eq!(LAST_COPY_NESTED.load(Ordering::SeqCst), 2);
+    let s = stats("hedged_copy_passes_on_nested");
+    assert_eq!((s.attempts, s.hedges, s.failed.retried_inside), (2, 1, 1));
+}
