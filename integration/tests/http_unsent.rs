@@ -253,7 +253,8 @@ async fn a_refused_connection_of_the_default_client_is_transient() {
 
 // The same refused connection from a client that follows no redirect is unsent: both
 // functions make all 6 attempts.
-// Can fail: the mark of `build_without_redirects` lost in reqwest's error (1 attempt).
+// Can fail: the mark of `build_without_redirects` lost in reqwest's error (1 attempt);
+// the mark hiding the refusal beneath it, or saying nothing.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_refused_connection_of_a_client_without_redirects_is_unsent() {
     let client = Client::builder()
@@ -268,6 +269,22 @@ async fn a_refused_connection_of_a_client_without_redirects_is_unsent() {
         "{error:?}"
     );
     assert_eq!(error.classify(), Class::Unsent);
+    // The mark says what it is, and keeps the refusal beneath it for whoever reads the
+    // chain.
+    let chain: Vec<String> =
+        std::iter::successors(std::error::Error::source(&error), |e| e.source())
+            .map(|e| e.to_string())
+            .collect();
+    assert!(
+        chain
+            .iter()
+            .any(|e| e == "could not connect (no redirect followed)"),
+        "{chain:?}"
+    );
+    let refused = std::iter::successors(std::error::Error::source(&error), |e| e.source())
+        .filter_map(|e| e.downcast_ref::<std::io::Error>())
+        .any(|e| e.kind() == std::io::ErrorKind::ConnectionRefused);
+    assert!(refused, "{chain:?}");
     order_idempotent(&client, &url, &idempotent)
         .await
         .unwrap_err();
