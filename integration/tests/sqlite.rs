@@ -199,3 +199,35 @@ fn a_busy_statement_inside_an_open_transaction_is_not_retried_there() {
     conn.execute_batch("BEGIN").unwrap();
     assert!(conn.is_inside_transaction());
 }
+
+static MADE_BOXED: AtomicU32 = AtomicU32::new(0);
+
+/// One insert through a boxed connection: two attempts at most.
+#[retry(attempts = 2, base = "1ms", cap = "1ms", budget = UNLIMITED)]
+#[idempotent]
+#[allow(clippy::borrowed_box)] // the form under test
+fn insert_boxed(conn: &Box<Connection>, id: i64) -> rusqlite::Result<usize> {
+    MADE_BOXED.fetch_add(1, Ordering::SeqCst);
+    conn.execute("INSERT INTO events (id, writer) VALUES (?1, 0)", [id])
+}
+
+// A boxed connection is asked as the connection in it: inside a transaction begun on
+// it, a busy insert is returned after one attempt; once it is over, retried.
+// Can fail: the box not passing the question on (2 attempts inside, or 1 outside).
+#[test]
+fn a_boxed_connection_inside_a_transaction_is_not_retried_there() {
+    let path = database("inside-boxed.db");
+    let blocker = connect(&path);
+    blocker.execute_batch("BEGIN IMMEDIATE").unwrap();
+    let conn = Box::new(connect(&path));
+
+    conn.execute_batch("BEGIN").unwrap();
+    let busy = insert_boxed(&conn, 1).unwrap_err();
+    assert_eq!(busy.sqlite_error_code(), Some(ErrorCode::DatabaseBusy));
+    assert_eq!(MADE_BOXED.swap(0, Ordering::SeqCst), 1);
+    conn.execute_batch("ROLLBACK").unwrap();
+
+    let busy = insert_boxed(&conn, 1).unwrap_err();
+    assert_eq!(busy.sqlite_error_code(), Some(ErrorCode::DatabaseBusy));
+    assert_eq!(MADE_BOXED.load(Ordering::SeqCst), 2);
+}
