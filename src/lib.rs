@@ -46,7 +46,7 @@ pub mod __private {
 /// documentation lives in the macro crate (which cannot use itself through this one),
 /// compiled and run as doc tests here.
 #[cfg(doctest)]
-#[doc = include_str!("../persevere-macros/doc/retry.md")]
-#[doc = include_str!("../persevere-macros/doc/idempotent.md")]
-#[doc = include_str!("../persevere-macros/doc/classify.md")]
+#[doc = include_str!("../retry-macros/doc/retry.md")]
+#[doc = include_str!("../retry-macros/doc/idempotent.md")]
+#[doc = include_str!("../retry-macros/doc/classify.md")]
 pub struct MacroDoctests;

@@ -28,7 +28,7 @@ fn doc_lines_naming_the_runtime(dir: &Path, found: &mut Vec<String>) {
 #[test]
 fn runtime_docs_use_persevere_paths() {
     let mut found = Vec::new();
-    doc_lines_naming_the_runtime(Path::new("persevere-runtime/src"), &mut found);
+    doc_lines_naming_the_runtime(Path::new("retry-runtime/src"), &mut found);
     assert!(
         found.is_empty(),
         "write `persevere::` in these doc lines:\n{}",

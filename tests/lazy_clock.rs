@@ -113,7 +113,7 @@ fn at_0_then_every_second(from: u64, to: u64) -> Vec<Duration> {
 
 /// Asserts that `deadline::remaining()` read `expected`, in order. A layer may hold its
 /// deadline rounded down to 8 ns (to fit its frame in one word, see
-/// `persevere-runtime/src/layer/frame.rs`), so a read may come up to 7 ns short of the exact
+/// `retry-runtime/src/layer/frame.rs`), so a read may come up to 7 ns short of the exact
 /// value, never over it.
 #[track_caller]
 fn assert_remaining(seen: &[Option<Duration>], expected: &[Duration]) {

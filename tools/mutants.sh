@@ -7,7 +7,7 @@
 #
 #   bash tools/mutants.sh            # every mutant, in one go (hours on 2 cores)
 #   bash tools/mutants.sh 3/20       # the fourth of 20 shards: run the shards in pieces
-#   bash tools/mutants.sh 0/1 -- --file persevere-runtime/src/fleet/breaker.rs
+#   bash tools/mutants.sh 0/1 -- --file retry-runtime/src/fleet/breaker.rs
 #
 # The tests run are the workspace's, less the compile-fail suite (`tests/ui.rs`, the test
 # named exactly `ui`: without `--exact`, `--skip ui` would skip every test with "ui" in

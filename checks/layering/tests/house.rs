@@ -94,13 +94,13 @@ fn oversized(src: &str) -> Vec<String> {
 
 #[test]
 fn the_runtime_keeps_its_files_and_functions_short() {
-    let found = oversized("persevere-runtime/src");
+    let found = oversized("retry-runtime/src");
     assert!(found.is_empty(), "{}", found.join("\n"));
 }
 
 #[test]
 fn the_macros_keep_their_files_and_functions_short() {
-    let found = oversized("persevere-macros/src");
+    let found = oversized("retry-macros/src");
     assert!(found.is_empty(), "{}", found.join("\n"));
 }
 

@@ -330,13 +330,13 @@ fn violations(src: &str, layers: &[&str]) -> Vec<String> {
 
 #[test]
 fn each_module_of_the_runtime_imports_only_modules_below_it() {
-    let violations = violations("persevere-runtime/src", RUNTIME);
+    let violations = violations("retry-runtime/src", RUNTIME);
     assert!(violations.is_empty(), "{}", violations.join("\n"));
 }
 
 #[test]
 fn each_module_of_the_macros_imports_only_modules_below_it() {
-    let violations = violations("persevere-macros/src", MACROS);
+    let violations = violations("retry-macros/src", MACROS);
     assert!(violations.is_empty(), "{}", violations.join("\n"));
 }
 
